@@ -1,0 +1,270 @@
+"""The episode state machine that composes the four layers.
+
+Every consumer — the runner, trainers, the HTTP server — drives tasks through this::
+
+    ep = agentharness.make("escape_room-v1", difficulty="easy").reset(seed=7)
+    ep.messages, ep.tools          # prompt messages and OpenAI tool schemas
+    obs = ep.step(assistant_turn)  # new messages, done flag, step reward
+    ep.reward()                    # final Reward breakdown
+
+``step`` never raises on model output: malformed calls, unknown tools and bad
+arguments come back as messages the agent can read.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message, coerce_message, tool_message, user
+from agentharness.core.parsing import ParsedCall, parse_turn
+from agentharness.core.reward import Reward
+from agentharness.core.task import Budgets, TaskSpec
+from agentharness.core.tools import ToolResult, World
+
+END_REASONS = (
+    "answered",  # the final tool was called successfully
+    "completed",  # the world ended the episode (e.g. the session ran out of hands)
+    "max_turns",
+    "max_tool_calls",
+    "max_tokens",
+    "no_answer",  # stopped calling tools after the allowed nudges
+    "format_error",  # too many malformed turns
+    "timeout",  # wall clock ran out
+    "agent_error",  # the agent failed (endpoint down, retries exhausted, crash)
+)
+
+FORMAT_HINT = (
+    'Call tools natively, or write each call as <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call> '
+    "with a JSON object of arguments."
+)
+
+
+class Usage(BaseModel):
+    """Token usage and call accounting of an agent over an episode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests: int = 0
+    retries: int = 0
+
+    def add(self, other: Usage | None) -> None:
+        if other is None:
+            return
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.requests += other.requests
+        self.retries += other.retries
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class ToolCallRecord(BaseModel):
+    """One executed tool call, as logged."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    turn: int
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    result: str
+    is_error: bool
+    step_reward: float | None = None
+    metrics: dict[str, float] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one ``step`` produced."""
+
+    messages: list[Message]
+    done: bool
+    end_reason: str | None
+    step_reward: float
+    format_error: bool = False
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """The read-only view of an episode that the reward layer receives."""
+
+    messages: list[Message]
+    tool_calls: list[ToolCallRecord]
+    turns: int
+    end_reason: str | None
+
+
+@dataclass
+class Episode:
+    """One episode: prompt, world, budgets and the conversation so far."""
+
+    spec: TaskSpec
+    instance: Instance
+    budgets: Budgets
+    world: World = field(init=False)
+    messages: list[Message] = field(init=False)
+    tools: list[dict[str, Any]] = field(init=False)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list, init=False)
+    step_rewards: list[float] = field(default_factory=list, init=False)
+    usage: Usage = field(default_factory=Usage, init=False)
+    turns: int = field(default=0, init=False)
+    nudges: int = field(default=0, init=False)
+    format_errors: int = field(default=0, init=False)
+    end_reason: str | None = field(default=None, init=False)
+    error: str | None = field(default=None, init=False)
+    started_at: float = field(default_factory=time.time, init=False)
+    _reward: Reward | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.world = self.spec.world(self.instance)
+        self.messages = list(self.spec.generator.prompt(self.instance))
+        self.tools = self.spec.world.tool_schemas()
+
+    @property
+    def done(self) -> bool:
+        return self.end_reason is not None
+
+    @property
+    def prompt_length(self) -> int:
+        """How many leading messages are the prompt."""
+        return len(self.spec.generator.prompt(self.instance))
+
+    # -- stepping -------------------------------------------------------------------
+    def step(self, turn: Message | dict[str, Any] | str, usage: Usage | None = None) -> Observation:
+        """Apply one assistant turn; run its tool calls synchronously."""
+        message, calls, errors = self._begin(turn, usage)
+        results = [self.world.execute(c.name, c.arguments) for c in calls]
+        return self._finish_step(message, calls, results, errors)
+
+    async def astep(self, turn: Message | dict[str, Any] | str, usage: Usage | None = None) -> Observation:
+        """Async twin of :meth:`step`; tool calls run off the event loop."""
+        message, calls, errors = self._begin(turn, usage)
+        results = [await self.world.aexecute(c.name, c.arguments) for c in calls]
+        return self._finish_step(message, calls, results, errors)
+
+    def finish(self, reason: str, error: str | None = None) -> None:
+        """End the episode from outside (timeout, agent failure)."""
+        if self.end_reason is None:
+            self.end_reason = reason
+        if error:
+            self.error = error
+
+    def reward(self) -> Reward:
+        """The final reward, computed once the episode is done (or now, if asked early)."""
+        if self._reward is not None:
+            return self._reward
+        try:
+            reward = self.spec.reward(self.instance, self.world, self.trajectory())
+        except Exception as e:  # a reward bug must not lose the episode
+            reward = Reward.zero(f"reward computation failed: {type(e).__name__}: {e}")
+        if self.done:
+            self._reward = reward
+        return reward
+
+    def trajectory(self) -> Trajectory:
+        return Trajectory(
+            messages=list(self.messages),
+            tool_calls=list(self.tool_calls),
+            turns=self.turns,
+            end_reason=self.end_reason,
+        )
+
+    # -- internals ------------------------------------------------------------------
+    def _begin(
+        self, turn: Message | dict[str, Any] | str, usage: Usage | None
+    ) -> tuple[Message, list[ParsedCall], list[str]]:
+        if self.done:
+            raise RuntimeError(f"episode already ended ({self.end_reason}); call env.reset() for a new one")
+        try:
+            message = coerce_message(turn)
+        except Exception as e:
+            message = Message(role="assistant", content=str(turn)[:2000])
+            self.messages.append(message)
+            self.turns += 1
+            self.usage.add(usage)
+            return message, [], [f"the turn is not a valid assistant message ({type(e).__name__})"]
+        if message.role != "assistant":
+            message = message.model_copy(update={"role": "assistant"})
+        self.messages.append(message)
+        self.turns += 1
+        self.usage.add(usage)
+        parsed = parse_turn(message, call_id_prefix=f"call_{self.turns}")
+        remaining = self.budgets.max_tool_calls - len(self.tool_calls)
+        return message, parsed.calls[: max(0, remaining)], parsed.errors
+
+    def _finish_step(
+        self, message: Message, calls: list[ParsedCall], results: list[ToolResult], errors: list[str]
+    ) -> Observation:
+        new: list[Message] = []
+        step_reward = 0.0
+        images: list[bytes] = []
+        for call, result in zip(calls, results, strict=True):
+            self.tool_calls.append(
+                ToolCallRecord(
+                    turn=self.turns,
+                    id=call.id,
+                    name=call.name,
+                    arguments=call.arguments,
+                    result=result.text,
+                    is_error=result.is_error,
+                    step_reward=result.step_reward,
+                    metrics=result.metrics,
+                )
+            )
+            new.append(tool_message(call.id, call.name, result.text))
+            images.extend(result.images)
+            step_reward += result.step_reward or 0.0
+            if result.done:
+                self.finish(result.end_reason or "answered")
+        if images:
+            new.append(user(f"[{len(images)} image(s) returned by the tool call(s) above]", images=images))
+
+        format_error = bool(errors)
+        if errors:
+            self.format_errors += 1
+            listed = "; ".join(errors[:3])
+            new.append(user(f"Format error: {listed}. {FORMAT_HINT}"))
+            if self.format_errors > self.budgets.max_format_errors and not calls:
+                self.finish("format_error")
+        elif not calls and not self.done:
+            feedback = None
+            if self.nudges < self.budgets.max_nudges:
+                feedback = self.spec.interaction.on_no_tool_call(self.instance, self.world, message, self.nudges)
+            if feedback is None:
+                self.finish("no_answer")
+            else:
+                self.nudges += 1
+                new.append(user(feedback))
+
+        self.messages.extend(new)
+        self.step_rewards.append(step_reward)
+        self._check_budgets()
+        return Observation(
+            messages=new,
+            done=self.done,
+            end_reason=self.end_reason,
+            step_reward=step_reward,
+            format_error=format_error,
+        )
+
+    def _check_budgets(self) -> None:
+        if self.done:
+            return
+        b = self.budgets
+        if self.turns >= b.max_turns:
+            self.finish("max_turns")
+        elif len(self.tool_calls) >= b.max_tool_calls:
+            self.finish("max_tool_calls")
+        elif b.max_tokens is not None and self.usage.completion_tokens >= b.max_tokens:
+            self.finish("max_tokens")
+        elif b.wall_clock_s is not None and time.time() - self.started_at >= b.wall_clock_s:
+            self.finish("timeout")

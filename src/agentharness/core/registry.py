@@ -1,0 +1,127 @@
+"""Task registry with versioned ids, and :func:`make`.
+
+Built-in tasks live in ``agentharness.tasks.<name>`` and expose ``TASK`` (a
+:class:`TaskSpec`). Other packages register tasks through the entry-point group
+``agentharness.tasks`` (``name = "pkg.module:TASK"``) or by calling :func:`register`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import warnings
+from importlib.metadata import entry_points
+from typing import Any
+
+from agentharness.core.episode import Episode
+from agentharness.core.instance import Instance
+from agentharness.core.task import Budgets, TaskSpec
+
+ENTRY_POINT_GROUP = "agentharness.tasks"
+
+BUILTIN_TASKS: tuple[str, ...] = ()
+
+_REGISTRY: dict[str, TaskSpec] = {}
+_loaded = False
+
+_ID = re.compile(r"^(?P<name>[a-z][a-z0-9_]*)(?:-v(?P<version>\d+))?$")
+
+
+class UnknownTaskError(KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def register(spec: TaskSpec) -> TaskSpec:
+    """Add a task; registering the same id twice with a different spec is an error."""
+    existing = _REGISTRY.get(spec.id)
+    if existing is not None and existing is not spec:
+        raise ValueError(f"task id {spec.id} is already registered; bump the version for a changed task")
+    _REGISTRY[spec.id] = spec
+    return spec
+
+
+def _load_all() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for name in BUILTIN_TASKS:
+        module = importlib.import_module(f"agentharness.tasks.{name}")
+        register(module.TASK)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+            for spec in obj if isinstance(obj, list | tuple) else [obj]:
+                register(spec)
+        except Exception as e:  # a broken plugin must not break the built-in tasks
+            warnings.warn(f"could not load task entry point {ep.name!r}: {e}", stacklevel=2)
+
+
+def all_tasks() -> list[TaskSpec]:
+    _load_all()
+    return sorted(_REGISTRY.values(), key=lambda s: (s.name, s.version))
+
+
+def get_task(task_id: str) -> TaskSpec:
+    """Look up ``name-vN``, or ``name`` for its latest version."""
+    _load_all()
+    m = _ID.match(task_id.strip())
+    if m is None:
+        raise UnknownTaskError(f"'{task_id}' is not a task id (expected e.g. 'escape_room' or 'escape_room-v1')")
+    name, version = m.group("name"), m.group("version")
+    if version is not None:
+        spec = _REGISTRY.get(f"{name}-v{version}")
+        if spec is not None:
+            return spec
+    else:
+        versions = [s for s in _REGISTRY.values() if s.name == name]
+        if versions:
+            return max(versions, key=lambda s: s.version)
+    known = ", ".join(s.id for s in all_tasks())
+    raise UnknownTaskError(f"unknown task '{task_id}'. Known tasks: {known}")
+
+
+def resolve_tasks(spec: str) -> list[TaskSpec]:
+    """``all`` or a comma-separated list of ids (with or without version)."""
+    if spec.strip() == "all":
+        return all_tasks()
+    return [get_task(t) for t in spec.split(",") if t.strip()]
+
+
+class Env:
+    """A task at a fixed difficulty and knobs: generates instances, opens episodes."""
+
+    def __init__(self, spec: TaskSpec, difficulty: str = "medium", budgets: Budgets | None = None, **knobs: Any):
+        self.spec = spec
+        self.difficulty = difficulty
+        self.config = spec.make_config(difficulty, **knobs)
+        self.budgets = budgets or spec.interaction.budgets
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return self.spec.world.tool_schemas()
+
+    def generate(self, seed: int) -> Instance:
+        return self.spec.instance_from_config(self.config, seed, self.difficulty)
+
+    def reset(self, seed: int | None = None, instance: Instance | None = None) -> Episode:
+        """A new episode on ``instance``, or on the instance generated from ``seed``."""
+        if instance is None:
+            if seed is None:
+                raise ValueError("reset needs a seed or an instance")
+            instance = self.generate(seed)
+        elif instance.task != self.spec.id:
+            raise ValueError(f"instance is for {instance.task}, this env is {self.spec.id}")
+        return Episode(spec=self.spec, instance=instance, budgets=self.budgets)
+
+
+def make(task_id: str, difficulty: str = "medium", budgets: Budgets | None = None, **knobs: Any) -> Env:
+    """An :class:`Env` for ``task_id`` (``name`` or ``name-vN``) at ``difficulty``."""
+    return Env(get_task(task_id), difficulty=difficulty, budgets=budgets, **knobs)
+
+
+def episode_for(instance: Instance, budgets: Budgets | None = None) -> Episode:
+    """An episode on a stored instance (replay, held-out and synthesized sets)."""
+    spec = get_task(instance.task)
+    return Episode(spec=spec, instance=instance, budgets=budgets or spec.interaction.budgets)

@@ -1,0 +1,162 @@
+"""The four-layer task contract.
+
+A task is the composition of four small layers plus an expert:
+
+1. **Prompt generation** — :class:`Generator`: ``generate(config, seed)`` builds the
+   public and hidden data of one problem deterministically from the seed, and
+   ``prompt(instance)`` renders the opening messages.
+2. **Tool execution** — a :class:`~agentharness.core.tools.World` subclass: the
+   per-episode state and its tools.
+3. **Interaction control** — :class:`Interaction`: budgets and what the agent is
+   told when it stops without calling a tool. Parsing and budget enforcement are done
+   for every task by :class:`~agentharness.core.episode.Episode`.
+4. **Reward computation** — :class:`RewardFunction`: re-verifies the answer in the
+   world and returns a :class:`~agentharness.core.reward.Reward` breakdown.
+
+:class:`TaskSpec` binds them under a versioned id. A released version never changes
+behaviour in place: a change that alters instances or rewards is a new version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message
+from agentharness.core.reward import Reward
+from agentharness.core.tools import World
+
+if TYPE_CHECKING:
+    from agentharness.core.episode import Trajectory
+
+
+class TaskConfigError(ValueError):
+    """A difficulty or knob that the task does not accept."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What a generator returns: the data shown to the agent and the hidden truth."""
+
+    public: dict[str, Any]
+    hidden: dict[str, Any]
+
+
+class Generator(Protocol):
+    """Layer 1. Must be deterministic: same config and seed, same problem and prompt.
+
+    Seed a local ``random.Random(seed)`` or ``numpy.random.default_rng(seed)``; never
+    touch global random state. Build each problem around a hidden feasible solution,
+    verify it, and store it in ``hidden``.
+    """
+
+    def generate(self, config: Any, seed: int) -> Problem: ...
+
+    def prompt(self, instance: Instance) -> list[Message]: ...
+
+
+class Budgets(BaseModel):
+    """Episode limits; when one runs out the episode ends with that reason."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_turns: int = Field(30, ge=1, description="assistant turns")
+    max_tool_calls: int = Field(60, ge=1)
+    max_tokens: int | None = Field(None, ge=1, description="completion tokens, when the agent reports usage")
+    wall_clock_s: float | None = Field(None, gt=0)
+    max_nudges: int = Field(2, ge=0, description="feedback replies to a turn without a tool call")
+    max_format_errors: int = Field(3, ge=0, description="malformed turns tolerated before ending")
+
+
+class Interaction:
+    """Layer 3: what the agent is told when a turn calls no tool.
+
+    The default nudges the agent towards the final tool; tasks override
+    :meth:`on_no_tool_call` with domain feedback. Returning ``None`` ends the episode
+    (``no_answer``).
+    """
+
+    def __init__(self, budgets: Budgets | None = None) -> None:
+        self.budgets = budgets or Budgets()
+
+    def on_no_tool_call(self, instance: Instance, world: World, message: Message, nudges: int) -> str | None:
+        finals = [s.name for s in type(world).tool_specs().values() if s.final]
+        how = f"call `{finals[0]}` with your answer" if finals else "call one of the tools"
+        return (
+            "You did not call a tool, so nothing happened. Continue working with the tools; "
+            f"when you are done, {how}."
+        )
+
+
+class RewardFunction(Protocol):
+    """Layer 4. Re-verify in the world (re-simulate the answer); never trust claims."""
+
+    def __call__(self, instance: Instance, world: World, trajectory: Trajectory) -> Reward: ...
+
+
+class ExpertPolicy(Protocol):
+    """A per-episode privileged solver that acts only through the task's tools."""
+
+    def next_turn(self, messages: list[Message]) -> Message: ...
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A registered task: the four layers, presets, expert and metadata."""
+
+    name: str
+    version: int
+    modality: Literal["text", "vision"]
+    description: str
+    config_model: type[BaseModel]
+    difficulties: Mapping[str, Mapping[str, Any]]
+    generator: Generator
+    world: type[World]
+    interaction: Interaction
+    reward: RewardFunction
+    expert: Callable[[Instance], ExpertPolicy]
+    solved_threshold: float = 0.9
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}-v{self.version}"
+
+    def make_config(self, difficulty: str = "medium", **knobs: Any) -> BaseModel:
+        """The preset for ``difficulty`` with ``knobs`` overriding single fields."""
+        if difficulty not in self.difficulties:
+            raise TaskConfigError(
+                f"{self.id} has no difficulty '{difficulty}'; choose one of {', '.join(self.difficulties)}."
+            )
+        unknown = set(knobs) - set(self.config_model.model_fields)
+        if unknown:
+            raise TaskConfigError(
+                f"{self.id} has no knob(s) {', '.join(sorted(unknown))}; "
+                f"its knobs are {', '.join(self.config_model.model_fields)}."
+            )
+        try:
+            return self.config_model.model_validate({**self.difficulties[difficulty], **knobs})
+        except ValidationError as e:
+            raise TaskConfigError(f"bad knob value for {self.id}: {e}") from e
+
+    def instance(self, seed: int, difficulty: str = "medium", **knobs: Any) -> Instance:
+        config = self.make_config(difficulty, **knobs)
+        return self.instance_from_config(config, seed, difficulty)
+
+    def instance_from_config(self, config: BaseModel, seed: int, difficulty: str) -> Instance:
+        problem = self.generator.generate(config, seed)
+        return Instance(
+            task=self.id,
+            seed=seed,
+            difficulty=difficulty,
+            config=config.model_dump(mode="json"),
+            public=problem.public,
+            hidden=problem.hidden,
+        )
+
+    def config_of(self, instance: Instance) -> BaseModel:
+        return self.config_model.model_validate(instance.config)

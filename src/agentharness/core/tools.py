@@ -1,0 +1,311 @@
+"""Layer 2, tool execution: the per-episode world and the tools the agent calls.
+
+A task's world is a subclass of :class:`World`. Its tools are methods marked with
+:func:`tool`; each tool's OpenAI function schema is derived from the method's type
+hints and its Google-style docstring (the summary line and the ``Args:`` section).
+
+The executor (:meth:`World.execute`) validates arguments against the schema before the
+call, runs the call under a timeout, and turns every failure into a :class:`ToolResult`
+with ``is_error=True`` whose text tells the agent what went wrong. It never raises.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import inspect
+import json
+import math
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from agentharness.core.instance import Instance
+
+DEFAULT_TOOL_TIMEOUT_S = 30.0
+
+# Tool calls run on these threads so a stuck simulator cannot stall the episode loop.
+# A call that times out keeps its thread until it returns; the episode is told.
+_TOOL_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="tool")
+
+
+class ToolError(Exception):
+    """Raise from a tool to send a clear, fixable error message to the agent."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call returns to the episode.
+
+    ``done`` ends the episode (``end_reason`` says why: ``answered`` for a final answer,
+    ``completed`` when the world itself finished, e.g. a poker session ran out of hands).
+    """
+
+    text: str
+    images: tuple[bytes, ...] = ()
+    step_reward: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    is_error: bool = False
+    done: bool = False
+    end_reason: str | None = None
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    params_model: type[BaseModel]
+    method_name: str
+    final: bool
+    timeout_s: float
+
+    def openai_schema(self) -> dict[str, Any]:
+        params = _clean_schema(self.params_model.model_json_schema())
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": params},
+        }
+
+
+def tool(
+    fn: F | None = None, *, final: bool = False, name: str | None = None, timeout_s: float = DEFAULT_TOOL_TIMEOUT_S
+) -> Any:
+    """Mark a :class:`World` method as a tool.
+
+    ``final=True`` marks the answer tool: a successful call records the validated
+    arguments in ``world.final_answer`` and ends the episode as ``answered``.
+    """
+
+    def mark(f: F) -> F:
+        f.__agentharness_tool__ = {"final": final, "name": name or f.__name__, "timeout_s": timeout_s}  # type: ignore[attr-defined]
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+_RESERVED = frozenset({"instance", "final_answer", "tool_calls_made", "execute", "aexecute", "tool_specs", "tool_schemas"})
+
+
+class World:
+    """Per-episode state and tools. Subclass it per task; one instance per episode.
+
+    Subclasses implement ``__init__(self, instance)`` (calling ``super().__init__``)
+    and tools as methods marked with :func:`tool`. A tool returns ``str``, a
+    JSON-serializable ``dict``/``list`` or a :class:`ToolResult`, and raises
+    :class:`ToolError` for problems the agent should fix.
+    """
+
+    _specs_cache: ClassVar[dict[type, dict[str, ToolSpec]]] = {}
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self.final_answer: dict[str, Any] | None = None
+        self.tool_calls_made = 0
+        self._lock = threading.Lock()
+
+    # -- schema ---------------------------------------------------------------------
+    @classmethod
+    def tool_specs(cls) -> dict[str, ToolSpec]:
+        if cls not in World._specs_cache:
+            specs: dict[str, ToolSpec] = {}
+            for attr in dir(cls):
+                fn = getattr(cls, attr, None)
+                meta = getattr(fn, "__agentharness_tool__", None)
+                if meta is None or fn is None:
+                    continue
+                if attr in _RESERVED:
+                    raise TypeError(f"{cls.__name__}.{attr}: a tool may not be named like a World attribute")
+                spec = _spec_from_function(fn, meta["name"], meta["final"], meta["timeout_s"])
+                specs[spec.name] = spec
+            World._specs_cache[cls] = specs
+        return World._specs_cache[cls]
+
+    @classmethod
+    def tool_schemas(cls) -> list[dict[str, Any]]:
+        return [s.openai_schema() for s in cls.tool_specs().values()]
+
+    # -- execution ------------------------------------------------------------------
+    def execute(self, name: str, arguments: dict[str, Any] | str) -> ToolResult:
+        """Validate, run under the tool's timeout, and report; never raises."""
+        prepared = self._prepare(name, arguments)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        spec, args = prepared
+        future = _TOOL_POOL.submit(self._call_locked, spec, args)
+        try:
+            return future.result(timeout=spec.timeout_s)
+        except concurrent.futures.TimeoutError:
+            return _error(f"tool '{name}' timed out after {spec.timeout_s:g} s; try smaller inputs.")
+
+    async def aexecute(self, name: str, arguments: dict[str, Any] | str) -> ToolResult:
+        import asyncio
+
+        prepared = self._prepare(name, arguments)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        spec, args = prepared
+        loop = asyncio.get_running_loop()
+        try:
+            return await asyncio.wait_for(
+                loop.run_in_executor(_TOOL_POOL, self._call_locked, spec, args), spec.timeout_s
+            )
+        except asyncio.TimeoutError:
+            return _error(f"tool '{name}' timed out after {spec.timeout_s:g} s; try smaller inputs.")
+
+    def _prepare(self, name: str, arguments: dict[str, Any] | str) -> tuple[ToolSpec, dict[str, Any]] | ToolResult:
+        specs = self.tool_specs()
+        spec = specs.get(name)
+        if spec is None:
+            return _error(f"unknown tool '{name}'. Available tools: {', '.join(sorted(specs))}.")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as e:
+                return _error(f"arguments for '{name}' are not valid JSON ({e.msg}); send a JSON object.")
+        if not isinstance(arguments, dict):
+            return _error(f"arguments for '{name}' must be a JSON object, got {type(arguments).__name__}.")
+        try:
+            validated = spec.params_model.model_validate(arguments)
+        except ValidationError as e:
+            return _error(f"invalid arguments for '{name}': {_describe_validation(e)}")
+        return spec, {k: getattr(validated, k) for k in spec.params_model.model_fields}
+
+    def _call_locked(self, spec: ToolSpec, args: dict[str, Any]) -> ToolResult:
+        # One call at a time per world: tools mutate episode state.
+        with self._lock:
+            self.tool_calls_made += 1
+            start = time.perf_counter()
+            try:
+                out = getattr(self, spec.method_name)(**args)
+            except ToolError as e:
+                return _error(str(e))
+            except Exception as e:  # a tool bug or simulator failure is feedback, not a crash
+                return _error(f"{type(e).__name__}: {e}")
+            result = _as_result(out)
+            if spec.final and not result.is_error:
+                self.final_answer = {k: _jsonable(v) for k, v in args.items()}
+                if not result.done:
+                    result = ToolResult(**{**result.__dict__, "done": True, "end_reason": "answered"})
+            if "latency_s" not in result.metrics:
+                result.metrics["latency_s"] = time.perf_counter() - start
+            return result
+
+
+def _error(text: str) -> ToolResult:
+    return ToolResult(text=f"Error: {text}", is_error=True)
+
+
+def _as_result(out: Any) -> ToolResult:
+    if isinstance(out, ToolResult):
+        return out
+    if isinstance(out, str):
+        return ToolResult(text=out)
+    return ToolResult(text=json.dumps(_jsonable(out), sort_keys=False))
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, BaseModel):
+        return v.model_dump()
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if hasattr(v, "tolist"):  # numpy scalars and arrays
+        return _jsonable(v.tolist())
+    return v
+
+
+def _describe_validation(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unexpected argument"
+        parts.append(f"{loc}: {msg}")
+    more = f" (+{len(e.errors()) - 5} more)" if len(e.errors()) > 5 else ""
+    return "; ".join(parts) + more
+
+
+_ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Summary and per-argument descriptions from a Google-style docstring."""
+    doc = inspect.cleandoc(doc or "")
+    summary_lines: list[str] = []
+    args: dict[str, str] = {}
+    section = "summary"
+    current: str | None = None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped in ("Args:", "Arguments:", "Parameters:"):
+            section = "args"
+            continue
+        if stripped.endswith(":") and stripped[:-1] in ("Returns", "Raises", "Example", "Examples", "Note"):
+            section = "other"
+            continue
+        if section == "summary":
+            summary_lines.append(line)
+        elif section == "args":
+            m = _ARG_LINE.match(line)
+            if m:
+                current = m.group(1)
+                args[current] = m.group(2).strip()
+            elif current and stripped:
+                args[current] += " " + stripped
+    summary = " ".join(" ".join(summary_lines).split())
+    return summary, args
+
+
+def _spec_from_function(fn: Callable[..., Any], name: str, final: bool, timeout_s: float) -> ToolSpec:
+    from pydantic import Field
+
+    summary, arg_docs = _parse_docstring(fn.__doc__ or "")
+    hints = get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    for pname, param in inspect.signature(fn).parameters.items():
+        if pname == "self":
+            continue
+        if pname not in hints:
+            raise TypeError(f"tool {fn.__qualname__}: parameter '{pname}' needs a type hint")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (hints[pname], Field(default, description=arg_docs.get(pname) or None))
+    model = create_model(  # type: ignore[call-overload]
+        f"{name}_args",
+        __config__=ConfigDict(extra="forbid", allow_inf_nan=False),
+        **fields,
+    )
+    return ToolSpec(
+        name=name,
+        description=summary or name,
+        params_model=model,
+        method_name=fn.__name__,
+        final=final,
+        timeout_s=timeout_s,
+    )
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's titles: they cost prompt tokens and tell the model nothing."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+        if isinstance(node, list):
+            return [walk(x) for x in node]
+        return node
+
+    cleaned = walk(schema)
+    cleaned.setdefault("properties", {})
+    cleaned["additionalProperties"] = False
+    return cleaned

@@ -1,0 +1,207 @@
+"""Run directories: ``run.json``, ``episodes.jsonl`` and ``images/``.
+
+Episodes are appended one line each as they finish and flushed to disk at once, so a
+killed run loses nothing finished. A crash can leave a truncated last line; readers
+skip it with a warning and writers cut it off before appending, so the file stays
+valid JSONL. Inline PNG images are stored once under ``images/<sha256>.png`` and the
+message refers to them as ``file:images/<sha256>.png``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentharness.core.messages import ImagePart, Message
+from agentharness.store.schema import SCHEMA_VERSION, EpisodeRecord
+
+EPISODES = "episodes.jsonl"
+RUN_JSON = "run.json"
+IMAGES = "images"
+FILE_PREFIX = "file:"
+
+
+class RunDirError(ValueError):
+    """A path that is not a usable run directory."""
+
+
+class CorruptLineWarning(UserWarning):
+    pass
+
+
+class RunDir:
+    """A run directory on disk."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    @property
+    def episodes_path(self) -> Path:
+        return self.path / EPISODES
+
+    # -- writing --------------------------------------------------------------------
+    def create(self, run_info: dict[str, Any]) -> None:
+        """Create the directory and write ``run.json`` (kept from the first run on resume)."""
+        if self.path.exists() and not self.path.is_dir():
+            raise RunDirError(f"{self.path} exists and is not a directory; choose another --out")
+        self.path.mkdir(parents=True, exist_ok=True)
+        run_json = self.path / RUN_JSON
+        if run_json.exists():
+            previous = json.loads(run_json.read_text())
+            history = previous.get("invocations", [])
+            history.append(run_info)
+            previous["invocations"] = history
+            run_json.write_text(json.dumps(previous, indent=2))
+        else:
+            run_json.write_text(json.dumps({**run_info, "invocations": [run_info]}, indent=2))
+        self._repair_tail()
+
+    def append(self, record: EpisodeRecord) -> None:
+        """Append one finished episode and flush it to disk."""
+        data = record.model_dump(mode="json", exclude_none=True)
+        data["messages"] = [self._externalize_images(m) for m in record.messages]
+        line = json.dumps(data, separators=(",", ":")) + "\n"
+        with open(self.episodes_path, "a", encoding="utf-8") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def write_all(self, records: list[EpisodeRecord], run_info: dict[str, Any]) -> None:
+        """Write a whole derived run (filter output and the like)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / RUN_JSON).write_text(json.dumps(run_info, indent=2))
+        if self.episodes_path.exists():
+            self.episodes_path.unlink()
+        self.episodes_path.touch()
+        for r in records:
+            self.append(r)
+
+    def _externalize_images(self, message: Message) -> dict[str, Any]:
+        d = message.model_dump(mode="json", exclude_none=True)
+        if not isinstance(message.content, list):
+            return d
+        parts = []
+        for part, raw in zip(message.content, d["content"], strict=True):
+            png = part.png_bytes() if isinstance(part, ImagePart) else None
+            if png is not None:
+                name = hashlib.sha256(png).hexdigest()[:32] + ".png"
+                target = self.path / IMAGES / name
+                if not target.exists():
+                    target.parent.mkdir(exist_ok=True)
+                    target.write_bytes(png)
+                raw = {**raw, "image_url": {"url": f"{FILE_PREFIX}{IMAGES}/{name}"}}
+            parts.append(raw)
+        d["content"] = parts
+        return d
+
+    def _repair_tail(self) -> None:
+        """Cut a truncated last line left by a crash, so appends stay valid JSONL."""
+        p = self.episodes_path
+        if not p.exists() or p.stat().st_size == 0:
+            return
+        with open(p, "rb+") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) == b"\n":
+                return
+            data = p.read_bytes()
+            cut = data.rfind(b"\n") + 1
+            warnings.warn(
+                f"{p}: dropped a truncated last line ({len(data) - cut} bytes) left by an interrupted run",
+                CorruptLineWarning,
+                stacklevel=3,
+            )
+            f.truncate(cut)
+
+    # -- reading --------------------------------------------------------------------
+    def run_info(self) -> dict[str, Any]:
+        p = self.path / RUN_JSON
+        return json.loads(p.read_text()) if p.exists() else {}
+
+    def check(self) -> None:
+        if not self.path.exists():
+            raise RunDirError(f"run directory {self.path} does not exist")
+        if not self.path.is_dir():
+            raise RunDirError(f"{self.path} is not a directory; pass a run directory made by `bootcamp eval`")
+        if not self.episodes_path.exists():
+            raise RunDirError(
+                f"{self.path} has no {EPISODES}; it is not a run directory (make one with `bootcamp eval --out`)"
+            )
+
+    def episodes(self, *, resolve_images: bool = False) -> Iterator[EpisodeRecord]:
+        """Every readable episode; corrupt lines are skipped with a warning."""
+        self.check()
+        with open(self.episodes_path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                record = self._parse_line(line, lineno)
+                if record is None:
+                    continue
+                if resolve_images:
+                    record = record.model_copy(
+                        update={"messages": [self._inline_images(m) for m in record.messages]}
+                    )
+                yield record
+
+    def _parse_line(self, line: str, lineno: int) -> EpisodeRecord | None:
+        where = f"{self.episodes_path}:{lineno}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            warnings.warn(f"{where}: skipped a corrupt or truncated line", CorruptLineWarning, stacklevel=4)
+            return None
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if isinstance(version, int) and version > SCHEMA_VERSION:
+            raise RunDirError(
+                f"{where}: episode schema v{version} is newer than this agentharness (v{SCHEMA_VERSION}); upgrade it"
+            )
+        try:
+            return EpisodeRecord.model_validate(data)
+        except ValidationError as e:
+            warnings.warn(f"{where}: skipped a line that is not an episode record ({e.error_count()} errors)",
+                          CorruptLineWarning, stacklevel=4)
+            return None
+
+    def _inline_images(self, message: Message) -> Message:
+        if not isinstance(message.content, list):
+            return message
+        parts = []
+        for part in message.content:
+            if isinstance(part, ImagePart) and part.image_url.url.startswith(FILE_PREFIX):
+                part = ImagePart.from_png((self.path / part.image_url.url[len(FILE_PREFIX) :]).read_bytes())
+            parts.append(part)
+        return message.model_copy(update={"content": parts})
+
+    def image_path(self, part: ImagePart) -> Path | None:
+        url = part.image_url.url
+        return self.path / url[len(FILE_PREFIX) :] if url.startswith(FILE_PREFIX) else None
+
+    def done_ids(self) -> set[str]:
+        """Ids of the finished episodes, read cheaply (for resuming)."""
+        ids: set[str] = set()
+        if not self.episodes_path.exists():
+            return ids
+        with open(self.episodes_path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    ids.add(json.loads(line)["episode_id"])
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue
+        return ids
+
+
+def read_runs(paths: list[str | Path]) -> list[EpisodeRecord]:
+    records: list[EpisodeRecord] = []
+    for p in paths:
+        records.extend(RunDir(p).episodes())
+    return records
+
+
+__all__ = ["CorruptLineWarning", "EpisodeRecord", "RunDir", "RunDirError", "read_runs"]
