@@ -7,9 +7,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from toy_task import GUESS  # noqa: E402
+from toy_task import GUESS
 
-from agentharness.core.registry import register  # noqa: E402
+from agentharness.core.registry import register
 
 register(GUESS)
 

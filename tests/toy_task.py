@@ -35,7 +35,9 @@ class GuessGenerator:
     def prompt(self, instance: Instance) -> list[Message]:
         return [
             system("You guess numbers."),
-            user(f"Find the number between 1 and {instance.public['high']}. Use `probe`, then `answer`."),
+            user(
+                f"Find the number between 1 and {instance.public['high']}. Use `probe`, then `answer`."
+            ),
         ]
 
 
@@ -78,10 +80,15 @@ class GuessWorld(World):
 
 def guess_reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
     assert isinstance(world, GuessWorld)
-    ok = world.final_answer is not None and world.final_answer["number"] == instance.hidden["secret"]
+    ok = (
+        world.final_answer is not None and world.final_answer["number"] == instance.hidden["secret"]
+    )
     eff = 1.0 / (1 + world.probes / 10)
     return Reward.from_components(
-        [RewardComponent(name="outcome", value=float(ok), weight=0.9), RewardComponent(name="efficiency", value=eff, weight=0.1)],
+        [
+            RewardComponent(name="outcome", value=float(ok), weight=0.9),
+            RewardComponent(name="efficiency", value=eff, weight=0.1),
+        ],
         success=ok,
         gate=1.0 if ok else 0.0,
     )
@@ -104,7 +111,9 @@ class GuessExpert:
                 self.lo = self.hi = self.last
         self.n += 1
         if self.lo == self.hi:
-            return assistant(tool_calls=[ToolCall.make(f"e{self.n}", "answer", {"number": self.lo})])
+            return assistant(
+                tool_calls=[ToolCall.make(f"e{self.n}", "answer", {"number": self.lo})]
+            )
         self.last = (self.lo + self.hi) // 2
         return assistant(tool_calls=[ToolCall.make(f"e{self.n}", "probe", {"guess": self.last})])
 

@@ -1,8 +1,8 @@
 """agentharness: executable, verifiable multi-turn agent environments.
 
-    import agentharness
-    env = agentharness.make("escape_room-v1", difficulty="easy")
-    ep = env.reset(seed=7)
+import agentharness
+env = agentharness.make("escape_room-v1", difficulty="easy")
+ep = env.reset(seed=7)
 """
 
 from agentharness.core import *  # noqa: F403

@@ -35,7 +35,7 @@ MALFORMED_TURNS = (
     "\x00\x01 \ud7ff garbage {{{{ ]]]",
 )
 
-BAD_ARGUMENTS = (
+BAD_ARGUMENTS: tuple[dict[str, object] | str, ...] = (
     {"__unknown_argument__": 1},
     {},
     "not json",
@@ -97,7 +97,9 @@ def check_task(spec: TaskSpec, seeds: int = 3, margin: float = 0.2) -> CheckRepo
                 pb = [m.model_dump() for m in spec.generator.prompt(b)]
                 assert pa == pb, f"{difficulty} seed {a.seed}: prompts differ"
             if seeds > 1:
-                assert len({m.model_dump_json() for m in made}) > 1, f"{difficulty}: all seeds gave the same instance"
+                assert len({m.model_dump_json() for m in made}) > 1, (
+                    f"{difficulty}: all seeds gave the same instance"
+                )
             instances[difficulty] = made
         return f"{len(spec.difficulties)} difficulties x {seeds} seeds"
 
@@ -129,7 +131,9 @@ def check_task(spec: TaskSpec, seeds: int = 3, margin: float = 0.2) -> CheckRepo
 
     def round_trip() -> str:
         inst = next(iter(instances.values()))[0]
-        assert Instance.model_validate_json(inst.model_dump_json()) == inst, "instance JSON round trip differs"
+        assert Instance.model_validate_json(inst.model_dump_json()) == inst, (
+            "instance JSON round trip differs"
+        )
         ep, timings = asyncio.run(run_one(inst, ExpertAgent().policy(inst)))
         record = EpisodeRecord.from_episode(ep, agent="expert", sample=0, timings=timings)
         with tempfile.TemporaryDirectory() as tmp:

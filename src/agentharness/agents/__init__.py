@@ -1,0 +1,74 @@
+"""Agents: ``openai``, ``local``, and the scripted ``expert``, ``noisy:<rate>``, ``random``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentharness.agents.base import Agent, AgentError, AgentTurn, Policy
+from agentharness.agents.scripted import ExpertAgent, NoisyAgent, NothingAgent, RandomAgent
+
+AGENT_KINDS = ("openai", "local", "expert", "noisy:<rate>", "random", "nothing")
+
+
+def make_agent(
+    kind: str,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    concurrency: int = 64,
+    seed: int = 0,
+    sampling: dict[str, Any] | None = None,
+    tool_format: str = "native",
+) -> Agent:
+    """An agent from its command-line name."""
+    if kind == "expert":
+        return ExpertAgent()
+    if kind == "random":
+        return RandomAgent(seed=seed)
+    if kind == "nothing":
+        return NothingAgent()
+    if kind.startswith("noisy"):
+        _, _, rate = kind.partition(":")
+        try:
+            return NoisyAgent(float(rate or 0.3), seed=seed)
+        except ValueError as e:
+            raise ValueError(
+                f"bad noisy agent {kind!r}: write noisy:<rate> with rate in [0, 1], e.g. noisy:0.3"
+            ) from e
+    if kind == "openai":
+        from agentharness.agents.openai_agent import OpenAIAgent
+
+        if not model:
+            raise ValueError("--agent openai needs --model (the model name the server serves)")
+        return OpenAIAgent(
+            model,
+            base_url=base_url,
+            concurrency=concurrency,
+            sampling=sampling,
+            tool_format=tool_format,
+        )
+    if kind == "local":
+        from agentharness.agents.local import DEFAULT_MODEL, LocalAgent
+
+        extra = dict(sampling or {})
+        return LocalAgent(
+            model or DEFAULT_MODEL,
+            seed=seed,
+            temperature=float(extra.get("temperature", 0.7)),
+            max_new_tokens=int(extra.get("max_tokens", 256)),
+        )
+    raise ValueError(f"unknown agent {kind!r}; choose one of {', '.join(AGENT_KINDS)}")
+
+
+__all__ = [
+    "AGENT_KINDS",
+    "Agent",
+    "AgentError",
+    "AgentTurn",
+    "ExpertAgent",
+    "NoisyAgent",
+    "NothingAgent",
+    "Policy",
+    "RandomAgent",
+    "make_agent",
+]

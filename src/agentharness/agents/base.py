@@ -18,7 +18,14 @@ from agentharness.core.messages import Message
 
 
 class AgentError(Exception):
-    """The agent could not produce a turn; the episode ends with ``agent_error``."""
+    """The agent could not produce a turn; the episode ends with ``agent_error``.
+
+    ``usage`` carries what the failed attempts cost (requests, retries) into the log.
+    """
+
+    def __init__(self, message: str, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 @dataclass(frozen=True)

@@ -70,10 +70,14 @@ class _RandomPolicy:
 def random_tool_turn(rng: random.Random, tools: list[dict[str, Any]], n: int) -> Message:
     fn = rng.choice(tools)["function"]
     args = sample_from_schema(rng, fn.get("parameters", {}))
-    return assistant(tool_calls=[ToolCall.make(f"rnd_{n}_{rng.randrange(10**6)}", fn["name"], args)])
+    return assistant(
+        tool_calls=[ToolCall.make(f"rnd_{n}_{rng.randrange(10**6)}", fn["name"], args)]
+    )
 
 
-def sample_from_schema(rng: random.Random, schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
+def sample_from_schema(
+    rng: random.Random, schema: dict[str, Any], defs: dict[str, Any] | None = None
+) -> Any:
     """A random value that roughly fits a JSON schema (bounded sizes)."""
     defs = defs if defs is not None else schema.get("$defs", {})
     if "$ref" in schema:
@@ -92,9 +96,17 @@ def sample_from_schema(rng: random.Random, schema: dict[str, Any], defs: dict[st
     if t == "array":
         lo = schema.get("minItems", 1)
         hi = min(schema.get("maxItems", lo + 6), lo + 6)
-        return [sample_from_schema(rng, schema.get("items", {}), defs) for _ in range(rng.randint(lo, max(lo, hi)))]
+        return [
+            sample_from_schema(rng, schema.get("items", {}), defs)
+            for _ in range(rng.randint(lo, max(lo, hi)))
+        ]
     if t == "integer":
-        lo = int(schema.get("minimum", schema.get("exclusiveMinimum", -1) + 1 if "exclusiveMinimum" in schema else 0))
+        lo = int(
+            schema.get(
+                "minimum",
+                schema.get("exclusiveMinimum", -1) + 1 if "exclusiveMinimum" in schema else 0,
+            )
+        )
         hi = int(schema.get("maximum", lo + 20))
         return rng.randint(lo, max(lo, hi))
     if t == "number":

@@ -3,9 +3,24 @@
 from agentharness.core.episode import Episode, Observation, ToolCallRecord, Trajectory, Usage
 from agentharness.core.instance import Instance
 from agentharness.core.messages import ImagePart, Message, TextPart, ToolCall
-from agentharness.core.registry import Env, all_tasks, episode_for, get_task, make, register, resolve_tasks
+from agentharness.core.registry import (
+    Env,
+    all_tasks,
+    episode_for,
+    get_task,
+    make,
+    register,
+    resolve_tasks,
+)
 from agentharness.core.reward import Reward, RewardComponent
-from agentharness.core.task import Budgets, Generator, Interaction, Problem, RewardFunction, TaskSpec
+from agentharness.core.task import (
+    Budgets,
+    Generator,
+    Interaction,
+    Problem,
+    RewardFunction,
+    TaskSpec,
+)
 from agentharness.core.tools import ToolError, ToolResult, World, tool
 
 __all__ = [

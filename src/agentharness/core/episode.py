@@ -145,7 +145,9 @@ class Episode:
         results = [self.world.execute(c.name, c.arguments) for c in calls]
         return self._finish_step(message, calls, results, errors)
 
-    async def astep(self, turn: Message | dict[str, Any] | str, usage: Usage | None = None) -> Observation:
+    async def astep(
+        self, turn: Message | dict[str, Any] | str, usage: Usage | None = None
+    ) -> Observation:
         """Async twin of :meth:`step`; tool calls run off the event loop."""
         message, calls, errors = self._begin(turn, usage)
         results = [await self.world.aexecute(c.name, c.arguments) for c in calls]
@@ -183,7 +185,9 @@ class Episode:
         self, turn: Message | dict[str, Any] | str, usage: Usage | None
     ) -> tuple[Message, list[ParsedCall], list[str]]:
         if self.done:
-            raise RuntimeError(f"episode already ended ({self.end_reason}); call env.reset() for a new one")
+            raise RuntimeError(
+                f"episode already ended ({self.end_reason}); call env.reset() for a new one"
+            )
         try:
             message = coerce_message(turn)
         except Exception as e:
@@ -202,7 +206,11 @@ class Episode:
         return message, parsed.calls[: max(0, remaining)], parsed.errors
 
     def _finish_step(
-        self, message: Message, calls: list[ParsedCall], results: list[ToolResult], errors: list[str]
+        self,
+        message: Message,
+        calls: list[ParsedCall],
+        results: list[ToolResult],
+        errors: list[str],
     ) -> Observation:
         new: list[Message] = []
         step_reward = 0.0
@@ -226,7 +234,9 @@ class Episode:
             if result.done:
                 self.finish(result.end_reason or "answered")
         if images:
-            new.append(user(f"[{len(images)} image(s) returned by the tool call(s) above]", images=images))
+            new.append(
+                user(f"[{len(images)} image(s) returned by the tool call(s) above]", images=images)
+            )
 
         format_error = bool(errors)
         if errors:
@@ -238,7 +248,9 @@ class Episode:
         elif not calls and not self.done:
             feedback = None
             if self.nudges < self.budgets.max_nudges:
-                feedback = self.spec.interaction.on_no_tool_call(self.instance, self.world, message, self.nudges)
+                feedback = self.spec.interaction.on_no_tool_call(
+                    self.instance, self.world, message, self.nudges
+                )
             if feedback is None:
                 self.finish("no_answer")
             else:

@@ -156,7 +156,9 @@ def to_openai_payload(messages: list[Message]) -> list[dict[str, Any]]:
             d.pop("reasoning_content", None)
             payload.append(d)
         elif m.role == "tool" and m.tool_call_id not in open_ids:
-            payload.append({"role": "user", "content": f"<tool_response>\n{m.text}\n</tool_response>"})
+            payload.append(
+                {"role": "user", "content": f"<tool_response>\n{m.text}\n</tool_response>"}
+            )
         else:
             payload.append(m.to_openai())
     return payload

@@ -25,7 +25,9 @@ from agentharness.core.messages import Message
 
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _FUNCTION_XML = re.compile(r"<function=([^>\s]+)\s*>(.*?)(?:</function>|$)", re.DOTALL)
-_PARAMETER_XML = re.compile(r"<parameter=([^>\s]+)\s*>(.*?)(?:</parameter>|(?=<parameter=)|$)", re.DOTALL)
+_PARAMETER_XML = re.compile(
+    r"<parameter=([^>\s]+)\s*>(.*?)(?:</parameter>|(?=<parameter=)|$)", re.DOTALL
+)
 _FENCE = re.compile(r"```(?:json|JSON|tool_call|python)?\s*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _NAME_KEYS = ("name", "tool", "tool_name", "function")
@@ -67,7 +69,9 @@ def _parse_native(message: Message) -> ParsedTurn:
         args = loads_lenient(tc.function.arguments) if tc.function.arguments.strip() else {}
         args = _unwrap_string_args(args)
         if not isinstance(args, dict):
-            errors.append(f"arguments of '{tc.function.name}' are not a JSON object: {_clip(tc.function.arguments)}")
+            errors.append(
+                f"arguments of '{tc.function.name}' are not a JSON object: {_clip(tc.function.arguments)}"
+            )
             continue
         calls.append(ParsedCall(id=tc.id, name=tc.function.name, arguments=args))
     return ParsedTurn(calls=calls, errors=errors, source="native")
@@ -127,7 +131,10 @@ def _to_call(name: str | None, payload: Any, call_id: str) -> tuple[ParsedCall |
     if name is not None:
         return ParsedCall(id=call_id, name=name, arguments=payload), None
     if not isinstance(payload, dict):
-        return None, f"a tool call must be a JSON object with 'name' and 'arguments', got: {_clip(str(payload))}"
+        return (
+            None,
+            f"a tool call must be a JSON object with 'name' and 'arguments', got: {_clip(str(payload))}",
+        )
     if isinstance(payload.get("function"), dict):  # OpenAI-shaped call written as text
         payload = payload["function"]
     fname = next((payload[k] for k in _NAME_KEYS if isinstance(payload.get(k), str)), None)
@@ -224,7 +231,11 @@ def loads_lenient(text: str) -> Any:
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         pass
     try:
-        py = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", repaired)))
+        py = re.sub(
+            r"\btrue\b",
+            "True",
+            re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", repaired)),
+        )
         return _pythonish(ast.literal_eval(py))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return _FAIL

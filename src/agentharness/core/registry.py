@@ -19,7 +19,14 @@ from agentharness.core.task import Budgets, TaskSpec
 
 ENTRY_POINT_GROUP = "agentharness.tasks"
 
-BUILTIN_TASKS: tuple[str, ...] = ()
+BUILTIN_TASKS: tuple[str, ...] = (
+    "escape_room",
+    "tsp_vision",
+    "thermal",
+    "finance",
+    "harmony",
+    "flange",
+)
 
 _REGISTRY: dict[str, TaskSpec] = {}
 _loaded = False
@@ -36,7 +43,9 @@ def register(spec: TaskSpec) -> TaskSpec:
     """Add a task; registering the same id twice with a different spec is an error."""
     existing = _REGISTRY.get(spec.id)
     if existing is not None and existing is not spec:
-        raise ValueError(f"task id {spec.id} is already registered; bump the version for a changed task")
+        raise ValueError(
+            f"task id {spec.id} is already registered; bump the version for a changed task"
+        )
     _REGISTRY[spec.id] = spec
     return spec
 
@@ -68,7 +77,9 @@ def get_task(task_id: str) -> TaskSpec:
     _load_all()
     m = _ID.match(task_id.strip())
     if m is None:
-        raise UnknownTaskError(f"'{task_id}' is not a task id (expected e.g. 'escape_room' or 'escape_room-v1')")
+        raise UnknownTaskError(
+            f"'{task_id}' is not a task id (expected e.g. 'escape_room' or 'escape_room-v1')"
+        )
     name, version = m.group("name"), m.group("version")
     if version is not None:
         spec = _REGISTRY.get(f"{name}-v{version}")
@@ -92,7 +103,13 @@ def resolve_tasks(spec: str) -> list[TaskSpec]:
 class Env:
     """A task at a fixed difficulty and knobs: generates instances, opens episodes."""
 
-    def __init__(self, spec: TaskSpec, difficulty: str = "medium", budgets: Budgets | None = None, **knobs: Any):
+    def __init__(
+        self,
+        spec: TaskSpec,
+        difficulty: str = "medium",
+        budgets: Budgets | None = None,
+        **knobs: Any,
+    ):
         self.spec = spec
         self.difficulty = difficulty
         self.config = spec.make_config(difficulty, **knobs)
@@ -116,7 +133,9 @@ class Env:
         return Episode(spec=self.spec, instance=instance, budgets=self.budgets)
 
 
-def make(task_id: str, difficulty: str = "medium", budgets: Budgets | None = None, **knobs: Any) -> Env:
+def make(
+    task_id: str, difficulty: str = "medium", budgets: Budgets | None = None, **knobs: Any
+) -> Env:
     """An :class:`Env` for ``task_id`` (``name`` or ``name-vN``) at ``difficulty``."""
     return Env(get_task(task_id), difficulty=difficulty, budgets=budgets, **knobs)
 

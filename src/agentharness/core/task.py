@@ -66,7 +66,9 @@ class Budgets(BaseModel):
 
     max_turns: int = Field(30, ge=1, description="assistant turns")
     max_tool_calls: int = Field(60, ge=1)
-    max_tokens: int | None = Field(None, ge=1, description="completion tokens, when the agent reports usage")
+    max_tokens: int | None = Field(
+        None, ge=1, description="completion tokens, when the agent reports usage"
+    )
     wall_clock_s: float | None = Field(None, gt=0)
     max_nudges: int = Field(2, ge=0, description="feedback replies to a turn without a tool call")
     max_format_errors: int = Field(3, ge=0, description="malformed turns tolerated before ending")
@@ -83,7 +85,9 @@ class Interaction:
     def __init__(self, budgets: Budgets | None = None) -> None:
         self.budgets = budgets or Budgets()
 
-    def on_no_tool_call(self, instance: Instance, world: World, message: Message, nudges: int) -> str | None:
+    def on_no_tool_call(
+        self, instance: Instance, world: World, message: Message, nudges: int
+    ) -> str | None:
         finals = [s.name for s in type(world).tool_specs().values() if s.final]
         how = f"call `{finals[0]}` with your answer" if finals else "call one of the tools"
         return (

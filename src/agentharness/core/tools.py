@@ -75,7 +75,11 @@ class ToolSpec:
 
 
 def tool(
-    fn: F | None = None, *, final: bool = False, name: str | None = None, timeout_s: float = DEFAULT_TOOL_TIMEOUT_S
+    fn: F | None = None,
+    *,
+    final: bool = False,
+    name: str | None = None,
+    timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
 ) -> Any:
     """Mark a :class:`World` method as a tool.
 
@@ -84,13 +88,24 @@ def tool(
     """
 
     def mark(f: F) -> F:
-        f.__agentharness_tool__ = {"final": final, "name": name or f.__name__, "timeout_s": timeout_s}  # type: ignore[attr-defined]
+        meta = {"final": final, "name": name or f.__name__, "timeout_s": timeout_s}
+        setattr(f, "__agentharness_tool__", meta)  # noqa: B010
         return f
 
     return mark(fn) if fn is not None else mark
 
 
-_RESERVED = frozenset({"instance", "final_answer", "tool_calls_made", "execute", "aexecute", "tool_specs", "tool_schemas"})
+_RESERVED = frozenset(
+    {
+        "instance",
+        "final_answer",
+        "tool_calls_made",
+        "execute",
+        "aexecute",
+        "tool_specs",
+        "tool_schemas",
+    }
+)
 
 
 class World:
@@ -121,7 +136,9 @@ class World:
                 if meta is None or fn is None:
                     continue
                 if attr in _RESERVED:
-                    raise TypeError(f"{cls.__name__}.{attr}: a tool may not be named like a World attribute")
+                    raise TypeError(
+                        f"{cls.__name__}.{attr}: a tool may not be named like a World attribute"
+                    )
                 spec = _spec_from_function(fn, meta["name"], meta["final"], meta["timeout_s"])
                 specs[spec.name] = spec
             World._specs_cache[cls] = specs
@@ -142,7 +159,9 @@ class World:
         try:
             return future.result(timeout=spec.timeout_s)
         except concurrent.futures.TimeoutError:
-            return _error(f"tool '{name}' timed out after {spec.timeout_s:g} s; try smaller inputs.")
+            return _error(
+                f"tool '{name}' timed out after {spec.timeout_s:g} s; try smaller inputs."
+            )
 
     async def aexecute(self, name: str, arguments: dict[str, Any] | str) -> ToolResult:
         import asyncio
@@ -157,9 +176,13 @@ class World:
                 loop.run_in_executor(_TOOL_POOL, self._call_locked, spec, args), spec.timeout_s
             )
         except asyncio.TimeoutError:
-            return _error(f"tool '{name}' timed out after {spec.timeout_s:g} s; try smaller inputs.")
+            return _error(
+                f"tool '{name}' timed out after {spec.timeout_s:g} s; try smaller inputs."
+            )
 
-    def _prepare(self, name: str, arguments: dict[str, Any] | str) -> tuple[ToolSpec, dict[str, Any]] | ToolResult:
+    def _prepare(
+        self, name: str, arguments: dict[str, Any] | str
+    ) -> tuple[ToolSpec, dict[str, Any]] | ToolResult:
         specs = self.tool_specs()
         spec = specs.get(name)
         if spec is None:
@@ -168,9 +191,13 @@ class World:
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as e:
-                return _error(f"arguments for '{name}' are not valid JSON ({e.msg}); send a JSON object.")
+                return _error(
+                    f"arguments for '{name}' are not valid JSON ({e.msg}); send a JSON object."
+                )
         if not isinstance(arguments, dict):
-            return _error(f"arguments for '{name}' must be a JSON object, got {type(arguments).__name__}.")
+            return _error(
+                f"arguments for '{name}' must be a JSON object, got {type(arguments).__name__}."
+            )
         try:
             validated = spec.params_model.model_validate(arguments)
         except ValidationError as e:
@@ -192,7 +219,9 @@ class World:
             if spec.final and not result.is_error:
                 self.final_answer = {k: _jsonable(v) for k, v in args.items()}
                 if not result.done:
-                    result = ToolResult(**{**result.__dict__, "done": True, "end_reason": "answered"})
+                    result = ToolResult(
+                        **{**result.__dict__, "done": True, "end_reason": "answered"}
+                    )
             if "latency_s" not in result.metrics:
                 result.metrics["latency_s"] = time.perf_counter() - start
             return result
@@ -251,7 +280,13 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
         if stripped in ("Args:", "Arguments:", "Parameters:"):
             section = "args"
             continue
-        if stripped.endswith(":") and stripped[:-1] in ("Returns", "Raises", "Example", "Examples", "Note"):
+        if stripped.endswith(":") and stripped[:-1] in (
+            "Returns",
+            "Raises",
+            "Example",
+            "Examples",
+            "Note",
+        ):
             section = "other"
             continue
         if section == "summary":
@@ -267,7 +302,9 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return summary, args
 
 
-def _spec_from_function(fn: Callable[..., Any], name: str, final: bool, timeout_s: float) -> ToolSpec:
+def _spec_from_function(
+    fn: Callable[..., Any], name: str, final: bool, timeout_s: float
+) -> ToolSpec:
     from pydantic import Field
 
     summary, arg_docs = _parse_docstring(fn.__doc__ or "")
@@ -280,7 +317,7 @@ def _spec_from_function(fn: Callable[..., Any], name: str, final: bool, timeout_
             raise TypeError(f"tool {fn.__qualname__}: parameter '{pname}' needs a type hint")
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[pname] = (hints[pname], Field(default, description=arg_docs.get(pname) or None))
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         f"{name}_args",
         __config__=ConfigDict(extra="forbid", allow_inf_nan=False),
         **fields,
@@ -300,7 +337,9 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):
-            return {k: walk(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+            return {
+                k: walk(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))
+            }
         if isinstance(node, list):
             return [walk(x) for x in node]
         return node

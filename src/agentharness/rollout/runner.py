@@ -43,7 +43,12 @@ class WorkItem:
             return self.instance
         assert self.spec is not None and self.config is not None
         return Instance(
-            task=self.spec.id, seed=self.seed, difficulty=self.difficulty, config=self.config, public={}, hidden={}
+            task=self.spec.id,
+            seed=self.seed,
+            difficulty=self.difficulty,
+            config=self.config,
+            public={},
+            hidden={},
         )
 
     def materialize(self) -> Instance:
@@ -55,14 +60,23 @@ class WorkItem:
 
 
 def plan(
-    specs: Iterable[TaskSpec], *, n: int, k: int = 1, seed: int = 0, difficulty: str = "medium", **knobs: Any
+    specs: Iterable[TaskSpec],
+    *,
+    n: int,
+    k: int = 1,
+    seed: int = 0,
+    difficulty: str = "medium",
+    **knobs: Any,
 ) -> list[WorkItem]:
     """``n`` seeds per task, ``k`` samples per instance."""
-    items = []
+    items: list[WorkItem] = []
     for spec in specs:
         config = spec.make_config(difficulty, **knobs).model_dump(mode="json")
         for s in range(seed, seed + n):
-            items.extend(WorkItem(sample=j, spec=spec, config=config, seed=s, difficulty=difficulty) for j in range(k))
+            items.extend(
+                WorkItem(sample=j, spec=spec, config=config, seed=s, difficulty=difficulty)
+                for j in range(k)
+            )
     return items
 
 
@@ -81,6 +95,7 @@ async def drive(episode: Episode, policy: Policy) -> float:
         try:
             turn = await policy.act(list(episode.messages), episode.tools)
         except AgentError as e:
+            episode.usage.add(e.usage)
             episode.finish("agent_error", error=str(e))
             break
         except asyncio.CancelledError:
@@ -95,7 +110,11 @@ async def drive(episode: Episode, policy: Policy) -> float:
 
 
 async def run_one(
-    instance: Instance, policy: Policy, *, budgets: Budgets | None = None, timeout_s: float | None = None
+    instance: Instance,
+    policy: Policy,
+    *,
+    budgets: Budgets | None = None,
+    timeout_s: float | None = None,
 ) -> tuple[Episode, Timings]:
     episode = episode_for(instance, budgets)
     started, t0 = time.time(), time.perf_counter()
@@ -106,7 +125,9 @@ async def run_one(
         episode.finish("timeout", error=f"episode exceeded {timeout_s:g} s")
     wall = time.perf_counter() - t0
     episode.reward()
-    return episode, Timings(started_at=started, wall_s=wall, agent_s=agent_s, env_s=max(0.0, wall - agent_s))
+    return episode, Timings(
+        started_at=started, wall_s=wall, agent_s=agent_s, env_s=max(0.0, wall - agent_s)
+    )
 
 
 @dataclass
@@ -128,7 +149,11 @@ async def run(
 ) -> RunResult:
     """Run ``items`` with at most ``concurrency`` episodes in flight; append as they finish."""
     done_ids = run_dir.done_ids()
-    todo = [it for it in items if EpisodeRecord.make_id(it.materialize_stub(), it.sample, agent.name) not in done_ids]
+    todo = [
+        it
+        for it in items
+        if EpisodeRecord.make_id(it.materialize_stub(), it.sample, agent.name) not in done_ids
+    ]
     skipped = len(items) - len(todo)
     semaphore = asyncio.Semaphore(concurrency)
     failed: list[str] = []
@@ -151,7 +176,9 @@ async def run(
             episode, timings = await run_one(
                 instance, agent.policy(instance), budgets=budgets, timeout_s=episode_timeout_s
             )
-            record = EpisodeRecord.from_episode(episode, agent=agent.name, sample=item.sample, timings=timings)
+            record = EpisodeRecord.from_episode(
+                episode, agent=agent.name, sample=item.sample, timings=timings
+            )
             run_dir.append(record)
             if on_done is not None:
                 on_done(record)

@@ -128,7 +128,9 @@ class RunDir:
         if not self.path.exists():
             raise RunDirError(f"run directory {self.path} does not exist")
         if not self.path.is_dir():
-            raise RunDirError(f"{self.path} is not a directory; pass a run directory made by `bootcamp eval`")
+            raise RunDirError(
+                f"{self.path} is not a directory; pass a run directory made by `bootcamp eval`"
+            )
         if not self.episodes_path.exists():
             raise RunDirError(
                 f"{self.path} has no {EPISODES}; it is not a run directory (make one with `bootcamp eval --out`)"
@@ -155,7 +157,9 @@ class RunDir:
         try:
             data = json.loads(line)
         except json.JSONDecodeError:
-            warnings.warn(f"{where}: skipped a corrupt or truncated line", CorruptLineWarning, stacklevel=4)
+            warnings.warn(
+                f"{where}: skipped a corrupt or truncated line", CorruptLineWarning, stacklevel=4
+            )
             return None
         version = data.get("schema_version") if isinstance(data, dict) else None
         if isinstance(version, int) and version > SCHEMA_VERSION:
@@ -165,8 +169,11 @@ class RunDir:
         try:
             return EpisodeRecord.model_validate(data)
         except ValidationError as e:
-            warnings.warn(f"{where}: skipped a line that is not an episode record ({e.error_count()} errors)",
-                          CorruptLineWarning, stacklevel=4)
+            warnings.warn(
+                f"{where}: skipped a line that is not an episode record ({e.error_count()} errors)",
+                CorruptLineWarning,
+                stacklevel=4,
+            )
             return None
 
     def _inline_images(self, message: Message) -> Message:
@@ -175,7 +182,9 @@ class RunDir:
         parts = []
         for part in message.content:
             if isinstance(part, ImagePart) and part.image_url.url.startswith(FILE_PREFIX):
-                part = ImagePart.from_png((self.path / part.image_url.url[len(FILE_PREFIX) :]).read_bytes())
+                part = ImagePart.from_png(
+                    (self.path / part.image_url.url[len(FILE_PREFIX) :]).read_bytes()
+                )
             parts.append(part)
         return message.model_copy(update={"content": parts})
 

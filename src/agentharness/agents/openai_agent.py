@@ -1,0 +1,156 @@
+"""An agent behind any OpenAI-compatible chat endpoint (vLLM, SGLang, LMDeploy, Ollama, OpenAI).
+
+Transient failures (429, 5xx, timeouts, dropped connections) are retried with
+exponential backoff and jitter; after ``max_retries`` the turn fails with
+:class:`AgentError` and the runner records the episode as ``agent_error``. A
+semaphore bounds the number of requests in flight across all episodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from typing import Any
+
+from agentharness.agents.base import AgentError, AgentTurn
+from agentharness.agents.textformat import with_tools_in_prompt
+from agentharness.core.episode import Usage
+from agentharness.core.instance import Instance
+from agentharness.core.messages import FunctionCall, Message, ToolCall, to_openai_payload
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIAgent:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = 64,
+        max_retries: int = 5,
+        backoff_s: float = 0.5,
+        request_timeout_s: float = 120.0,
+        tool_format: str = "native",
+        sampling: dict[str, Any] | None = None,
+    ) -> None:
+        if tool_format not in ("native", "text"):
+            raise ValueError(f"tool_format must be 'native' or 'text', got {tool_format!r}")
+        from openai import AsyncOpenAI
+
+        self.model = model
+        self.name = f"openai:{model}"
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key and self.base_url == DEFAULT_BASE_URL:
+            raise AgentError(
+                "set OPENAI_API_KEY (or pass --base-url for a local server that needs no key)"
+            )
+        # Retries are ours (recorded per episode), so the SDK's own are off.
+        self.client = AsyncOpenAI(
+            base_url=self.base_url, api_key=key or "EMPTY", max_retries=0, timeout=request_timeout_s
+        )
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.tool_format = tool_format
+        self.sampling = dict(sampling or {})
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._rng = random.Random(0)
+
+    def policy(self, instance: Instance) -> _OpenAIPolicy:
+        return _OpenAIPolicy(self)
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+    async def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AgentTurn:
+        import openai
+
+        if self.tool_format == "text":
+            messages, tools = with_tools_in_prompt(messages, tools), []
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_payload(messages),
+            **self.sampling,
+        }
+        if tools:
+            request["tools"] = tools
+        usage = Usage(requests=0)
+        last_error = ""
+        for attempt in range(self.max_retries + 1):
+            try:
+                async with self._semaphore:
+                    usage.requests += 1
+                    response = await self.client.chat.completions.create(**request)
+                if not response.choices:
+                    raise _Transient("the server returned no choices")
+                break
+            except (
+                openai.RateLimitError,
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+                openai.InternalServerError,
+                _Transient,
+            ) as e:
+                last_error = _describe(e)
+            except openai.APIStatusError as e:
+                if e.status_code in (408, 409, 425, 429) or e.status_code >= 500:
+                    last_error = _describe(e)
+                else:  # a client error will not go away by retrying
+                    raise AgentError(
+                        f"{self.base_url} rejected the request: {_describe(e)}", usage
+                    ) from e
+            except openai.APIError as e:  # malformed body and the like: the server may recover
+                last_error = _describe(e)
+            if attempt < self.max_retries:
+                usage.retries += 1
+                delay = self.backoff_s * (2**attempt) * (0.5 + self._rng.random())
+                await asyncio.sleep(delay)
+        else:
+            raise AgentError(
+                f"{self.base_url}: gave up after {self.max_retries + 1} attempts; last error: {last_error}",
+                usage,
+            )
+
+        choice = response.choices[0].message
+        tool_calls = [
+            ToolCall(
+                id=tc.id or f"call_{i}",
+                function=FunctionCall(
+                    name=tc.function.name or "", arguments=tc.function.arguments or ""
+                ),
+            )
+            for i, tc in enumerate(choice.tool_calls or [])
+            if getattr(tc, "function", None) is not None
+        ]
+        reasoning = getattr(choice, "reasoning_content", None)
+        message = Message(
+            role="assistant",
+            content=choice.content,
+            tool_calls=tool_calls or None,
+            reasoning_content=reasoning if isinstance(reasoning, str) else None,
+        )
+        if response.usage is not None:
+            usage.prompt_tokens = response.usage.prompt_tokens or 0
+            usage.completion_tokens = response.usage.completion_tokens or 0
+        return AgentTurn(message=message, usage=usage)
+
+
+class _Transient(Exception):
+    pass
+
+
+class _OpenAIPolicy:
+    def __init__(self, agent: OpenAIAgent) -> None:
+        self.agent = agent
+
+    async def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> AgentTurn:
+        return await self.agent.complete(messages, tools)
+
+
+def _describe(e: Exception) -> str:
+    status = getattr(e, "status_code", None)
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return f"{type(e).__name__}{f' {status}' if status else ''}: {text[:200]}"

@@ -1,0 +1,373 @@
+"""The ``bootcamp`` command. Scripts depend on its flags and outputs: keep them stable."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import agentharness
+from agentharness.core.instance import Instance
+from agentharness.core.registry import UnknownTaskError, all_tasks, get_task, resolve_tasks
+from agentharness.core.task import Budgets, TaskConfigError
+
+app = typer.Typer(
+    name="bootcamp",
+    help="Run agents on executable, verifiable tasks; record, mine, export and train.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code)
+
+
+def parse_knobs(knobs: list[str] | None) -> dict[str, Any]:
+    """``--knob name=value`` pairs; values are JSON when they parse, strings otherwise."""
+    out: dict[str, Any] = {}
+    for item in knobs or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise fail(f"--knob takes name=value, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def read_instances(path: Path) -> list[Instance]:
+    if not path.exists():
+        raise fail(
+            f"instances file {path} does not exist (make one with `bootcamp generate` or `bootcamp synth`)"
+        )
+    instances = []
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            instances.append(Instance.model_validate_json(line))
+        except ValueError as e:
+            warnings.warn(
+                f"{path}:{lineno}: skipped a line that is not an instance ({str(e)[:120]})",
+                stacklevel=1,
+            )
+    if not instances:
+        raise fail(f"{path} holds no readable instances")
+    for inst in instances:
+        try:
+            get_task(inst.task)
+        except UnknownTaskError as e:
+            raise fail(f"{path}: {e}") from e
+    return instances
+
+
+@app.command()
+def tasks(
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """List the registered tasks."""
+    rows: list[dict[str, Any]] = [
+        {
+            "id": s.id,
+            "modality": s.modality,
+            "difficulties": list(s.difficulties),
+            "description": s.description,
+        }
+        for s in all_tasks()
+    ]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table("id", "modality", "difficulties", "description")
+    for r in rows:
+        table.add_row(r["id"], r["modality"], ",".join(r["difficulties"]), r["description"])
+    console.print(table)
+
+
+@app.command()
+def show(
+    task: str,
+    seed: Annotated[int, typer.Option(help="instance seed")] = 0,
+    difficulty: Annotated[str, typer.Option(help="easy, medium or hard")] = "medium",
+    knob: Annotated[
+        list[str] | None, typer.Option(help="override a config field: name=value")
+    ] = None,
+    images_dir: Annotated[Path, typer.Option(help="where prompt images are saved")] = Path("."),
+) -> None:
+    """Print a task's prompt and tool schemas; save its images to files."""
+    try:
+        spec = get_task(task)
+        instance = spec.instance(seed, difficulty, **parse_knobs(knob))
+    except (UnknownTaskError, TaskConfigError) as e:
+        raise fail(str(e)) from e
+    console.rule(f"{spec.id}  difficulty={difficulty}  seed={seed}")
+    n_images = 0
+    for message in spec.generator.prompt(instance):
+        console.print(f"[bold]{message.role}[/]")
+        console.print(message.text, markup=False, highlight=False)
+        for image in message.images:
+            png = image.png_bytes()
+            if png is None:
+                continue
+            images_dir.mkdir(parents=True, exist_ok=True)
+            path = images_dir / f"{spec.name}_{difficulty}_{seed}_{n_images}.png"
+            path.write_bytes(png)
+            n_images += 1
+            console.print(f"[image saved to {path}]")
+    console.rule("tools")
+    print(json.dumps(spec.world.tool_schemas(), indent=2))
+
+
+@app.command()
+def generate(
+    task: str,
+    n: Annotated[int, typer.Option("-n", help="number of instances")] = 10,
+    difficulty: Annotated[str, typer.Option(help="easy, medium or hard")] = "medium",
+    seed: Annotated[int, typer.Option(help="first seed; instances use seed, seed+1, ...")] = 0,
+    knob: Annotated[
+        list[str] | None, typer.Option(help="override a config field: name=value")
+    ] = None,
+    out: Annotated[Path, typer.Option("-o", "--out", help="JSONL file to write")] = Path(
+        "instances.jsonl"
+    ),
+) -> None:
+    """Generate instances as JSONL (one Instance per line)."""
+    try:
+        specs = resolve_tasks(task)
+        knobs = parse_knobs(knob)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "w") as f:
+            for spec in specs:
+                for s in range(seed, seed + n):
+                    f.write(spec.instance(s, difficulty, **knobs).model_dump_json() + "\n")
+    except (UnknownTaskError, TaskConfigError) as e:
+        raise fail(str(e)) from e
+    console.print(f"wrote {n * len(specs)} instances to {out}")
+
+
+@app.command("eval")
+def eval_(
+    agent: Annotated[
+        str, typer.Option(help="openai | local | expert | noisy:<rate> | random")
+    ] = "expert",
+    model: Annotated[
+        str | None, typer.Option(help="model name (openai) or path/'smollm2' (local)")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1")
+    ] = None,
+    tasks: Annotated[str, typer.Option(help="comma-separated task ids, or 'all'")] = "all",
+    n: Annotated[int, typer.Option("-n", help="instances (seeds) per task")] = 5,
+    k: Annotated[int, typer.Option("-k", help="samples per instance")] = 1,
+    difficulty: Annotated[str, typer.Option(help="easy, medium or hard")] = "medium",
+    seed: Annotated[int, typer.Option(help="first instance seed")] = 0,
+    knob: Annotated[
+        list[str] | None, typer.Option(help="override a config field: name=value")
+    ] = None,
+    instances: Annotated[
+        Path | None, typer.Option(help="evaluate on these instances (JSONL) instead")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="episodes in flight")] = 8,
+    episode_timeout: Annotated[float | None, typer.Option(help="seconds per episode")] = None,
+    max_turns: Annotated[int | None, typer.Option(help="override the task's turn budget")] = None,
+    temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="max new tokens per turn")] = None,
+    tool_format: Annotated[
+        str, typer.Option(help="openai: native tool calls or 'text' in the prompt")
+    ] = "native",
+    agent_seed: Annotated[int, typer.Option(help="seed for scripted/local sampling")] = 0,
+    out: Annotated[Path, typer.Option(help="run directory (re-run to resume)")] = Path("runs/eval"),
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+) -> None:
+    """Run an agent on tasks; append every finished episode to OUT/episodes.jsonl."""
+    from agentharness.agents import make_agent
+    from agentharness.rollout.runner import plan, plan_instances, run
+    from agentharness.store.run import RunDir, RunDirError
+
+    try:
+        if instances is not None:
+            items = plan_instances(read_instances(instances), k=k)
+            task_ids = sorted({it.instance.task for it in items if it.instance is not None})
+        else:
+            specs = resolve_tasks(tasks)
+            items = plan(specs, n=n, k=k, seed=seed, difficulty=difficulty, **parse_knobs(knob))
+            task_ids = [s.id for s in specs]
+        sampling: dict[str, Any] = {}
+        if temperature is not None:
+            sampling["temperature"] = temperature
+        if max_tokens is not None:
+            sampling["max_tokens"] = max_tokens
+        the_agent = make_agent(
+            agent,
+            model=model,
+            base_url=base_url,
+            concurrency=concurrency,
+            seed=agent_seed,
+            sampling=sampling,
+            tool_format=tool_format,
+        )
+    except (UnknownTaskError, TaskConfigError, ValueError) as e:
+        raise fail(str(e)) from e
+    except Exception as e:
+        raise fail(f"{type(e).__name__}: {e}") from e
+
+    run_dir = RunDir(out)
+    run_info = {
+        "command": "eval",
+        "argv": sys.argv[1:],
+        "agentharness": agentharness.__version__,
+        "agent": the_agent.name,
+        "tasks": task_ids,
+        "difficulty": difficulty,
+        "n": n,
+        "k": k,
+        "seed": seed,
+        "instances_file": str(instances) if instances else None,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "started_at": time.time(),
+    }
+    try:
+        run_dir.create(run_info)
+    except RunDirError as e:
+        raise fail(str(e)) from e
+
+    budgets = None
+    if max_turns is not None:
+        budgets = Budgets(max_turns=max_turns)
+    progress = None if quiet else _progress()
+    task_id = None
+    if progress is not None:
+        progress.start()
+        task_id = progress.add_task("episodes", total=len(items))
+
+    def on_done(_record: Any) -> None:
+        if progress is not None and task_id is not None:
+            progress.advance(task_id)
+
+    async def go() -> Any:
+        try:
+            return await run(
+                items,
+                the_agent,
+                run_dir,
+                concurrency=concurrency,
+                episode_timeout_s=episode_timeout,
+                budgets=budgets,
+                on_done=on_done,
+            )
+        finally:
+            await the_agent.aclose()
+
+    try:
+        result = asyncio.run(go())
+    finally:
+        if progress is not None:
+            progress.stop()
+    console.print(f"ran {result.ran} episodes, skipped {result.skipped} already in {out}")
+    for msg in result.failed_to_generate:
+        err.print(f"[yellow]could not generate[/] {msg}")
+    _print_report(out, as_json=False)
+
+
+def _progress() -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+    )
+
+
+def _print_report(run: Path, as_json: bool) -> None:
+    from agentharness.store.run import RunDir, RunDirError
+    from agentharness.store.summary import summarize
+
+    try:
+        records = list(RunDir(run).episodes())
+    except RunDirError as e:
+        raise fail(str(e)) from e
+    summary = summarize(records)
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    if not records:
+        console.print(f"{run}: no episodes yet")
+        return
+    table = Table(
+        "task", "episodes", "mean reward", "success", "pass@1", "pass@k", "turns", "end reasons"
+    )
+    for task, s in summary.items():
+        reasons = ", ".join(f"{k}={v}" for k, v in s["end_reasons"].items())
+        pass_k = s[f"pass@{s['k']}"]
+        table.add_row(
+            task,
+            str(s["episodes"]),
+            f"{s['mean_reward']:.3f}",
+            f"{s['success_rate']:.2f}",
+            f"{s['pass@1']:.2f}",
+            f"{pass_k:.2f} (k={s['k']})",
+            f"{s['mean_turns']:.1f}",
+            reasons,
+        )
+    console.print(table)
+
+
+@app.command()
+def report(
+    run: Path,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """Per task: episodes, mean reward, success rate, pass@k and end reasons."""
+    _print_report(run, as_json)
+
+
+@app.command()
+def check(
+    task: str,
+    seeds: Annotated[int, typer.Option(help="seeds per difficulty")] = 3,
+) -> None:
+    """Run the conformance check on a task, or 'all'."""
+    from agentharness.conformance import check_task
+
+    try:
+        specs = resolve_tasks(task)
+    except UnknownTaskError as e:
+        raise fail(str(e)) from e
+    failed = 0
+    for spec in specs:
+        rep = check_task(spec, seeds=seeds)
+        status = "[green]PASS[/]" if rep.passed else "[red]FAIL[/]"
+        console.print(f"{status} {spec.id}")
+        for r in rep.results:
+            mark = "ok " if r.passed else "FAIL"
+            console.print(f"   {mark} {r.name}: {r.detail}", markup=False, highlight=False)
+        failed += not rep.passed
+    if failed:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Layer 2: the forecasting world and its tools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from agentharness.core.instance import Instance
+from agentharness.core.tools import ToolError, World, tool
+from agentharness.tasks.finance.simulator import (
+    ITEMS,
+    RATIO_NAMES,
+    Report,
+    evaluate,
+    normalize_forecast,
+)
+
+Forecast = Annotated[dict[str, float], Field(min_length=1, max_length=2 * len(ITEMS))]
+
+
+def _g(v: float) -> str:
+    return f"{v:.2f}" if abs(v) >= 100 else f"{v:.4g}"
+
+
+def format_report(
+    public: Mapping[str, Any], report: Report, check_no: int, notes: list[str]
+) -> str:
+    """The text the agent reads: what breaks, by how much, and every ratio."""
+    lines = [f"Check {check_no}: forecast for {public['forecast_year']}"]
+    if notes:
+        lines.append("Note: " + "; ".join(notes) + ".")
+    n_id, n_rule = report.n_identities, report.n_rules
+    if report.valid:
+        lines.append(
+            f"Status: VALID ({n_id}/{n_id} identities hold within ±{public['tolerance']:g}; "
+            f"{n_rule}/{n_rule} bounds hold)"
+        )
+    else:
+        lines.append(
+            f"Status: INVALID, a submission would score 0 ({len(report.identity_errors)} of {n_id} "
+            f"identities violated, {len(report.rule_errors)} of {n_rule} bounds violated)"
+        )
+    if report.identity_errors:
+        lines.append("Identity violations (the implied value uses your other items):")
+        for ident, expected, diff in report.identity_errors:
+            lines.append(
+                f"- {ident.text}: your {ident.item} = {_g(expected + diff)}, "
+                f"implied {_g(expected)} (off by {diff:+.2f})"
+            )
+    if report.rule_errors:
+        lines.append("Bound violations:")
+        for rule, value, why in report.rule_errors:
+            shown = "undefined" if value is None else _g(value)
+            lines.append(f"- {rule.text}: yours {shown} ({why})")
+    lines.append(f"Conditions met: {report.met}/{len(report.results)}")
+    for cond, value, ok, gap in report.results:
+        op = ">=" if cond.higher else "<="
+        if value is None or gap is None:
+            lines.append(
+                f"- FAIL {cond.ratio} undefined (denominator <= 0), needs {op} {cond.target:.4f}"
+            )
+            continue
+        how = (
+            f"beats by {gap:.4g}"
+            if ok and gap > 0
+            else ("matches" if ok else f"misses by {-gap:.4g}")
+        )
+        lines.append(
+            f"- {'PASS' if ok else 'FAIL'} {cond.ratio} {value:.4f} {op} {cond.target:.4f} ({how})"
+        )
+    values = {n: report.ratio_values.get(n) for n in RATIO_NAMES if n in report.ratio_values}
+    ratio_text = " | ".join(
+        f"{n} {'n/a' if v is None else format(v, '.4f')}" for n, v in values.items()
+    )
+    lines.append("All ratios: " + ratio_text)
+    lines.append(f"Score if submitted now: {report.score:.3f}")
+    return "\n".join(lines)
+
+
+class FinanceWorld(World):
+    """One forecasting episode: the company's history and the agent's checks so far."""
+
+    def __init__(self, instance: Instance) -> None:
+        super().__init__(instance)
+        self.checks = 0
+        self.last_report: Report | None = None
+
+    def _evaluate(self, forecast: dict[str, float]) -> tuple[Report, list[str]]:
+        try:
+            clean, notes = normalize_forecast(forecast)
+            return evaluate(self.instance.public, clean), notes
+        except ValueError as e:
+            raise ToolError(str(e)) from e
+
+    @tool
+    def calculate_metrics(self, forecast: Forecast) -> str:
+        """Check a complete draft forecast: identities, bounds, every ratio and each condition.
+
+        Reports each violated identity with the value your other items imply, each violated
+        bound with its distance, every ratio, each condition's pass/fail and gap, and the
+        score the draft would get if submitted.
+
+        Args:
+            forecast: line item key -> amount in USD thousands, one number for each of the 28 keys
+                listed in the task (revenue, cogs, gross_profit, ..., net_change_in_cash).
+        """
+        self.checks += 1
+        report, notes = self._evaluate(forecast)
+        self.last_report = report
+        return format_report(self.instance.public, report, self.checks, notes)
+
+    @tool(final=True)
+    def submit_forecast(self, forecast: Forecast) -> str:
+        """Submit the final forecast and end the episode.
+
+        Args:
+            forecast: line item key -> amount in USD thousands, one number for each of the 28 keys
+                listed in the task.
+        """
+        report, _ = self._evaluate(forecast)
+        status = "valid" if report.valid else "INVALID (identity or bound violated)"
+        return (
+            f"Forecast submitted: {status}; {report.met}/{len(report.results)} conditions met; "
+            f"score {report.score:.3f}."
+        )

@@ -1,0 +1,243 @@
+"""Layer 1: draw a flange problem around a cheapest feasible design, and its prompt.
+
+The instance-specific data — the diameters, the load, the displacement limit and the
+permitted materials — live in ``hidden["drawing"]`` and reach the agent only as the
+rendered engineering drawing. The text carries the catalogue (materials, bolts), the
+rules, the cost model and the budget.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message, system, user
+from agentharness.core.task import Problem
+from agentharness.tasks.flange.config import FlangeConfig
+from agentharness.tasks.flange.simulator import (
+    BOLT_ALLOWABLE_MPA,
+    BOLTS,
+    DRILL_RATE,
+    FACE_RATE,
+    HOLE_BASE,
+    INNER_EDGE_FACTOR,
+    MATERIALS,
+    MAX_BOLTS,
+    MIN_BOLTS,
+    MIN_PITCH_FACTOR,
+    MIN_THICKNESS_MM,
+    OUTER_EDGE_FACTOR,
+    SETUP,
+    TURN_RATE,
+    Design,
+    DesignError,
+    Geometry,
+    analyze,
+    cheapest_design,
+    cost,
+    valid_patterns,
+)
+
+PRESSURES_MPA = (2.5, 4.0, 6.3, 10.0, 16.0)  # PN25 ... PN160
+MAX_ATTEMPTS = 200
+
+
+def _round_to(x: float, step: float) -> float:
+    return round(round(x / step) * step, 6)
+
+
+def _sig3(x: float) -> float:
+    """``x`` to three significant figures (what the drawing prints)."""
+    return float(f"{x:.3g}")
+
+
+def geometry_of(instance: Instance) -> Geometry:
+    d = instance.hidden["drawing"]
+    return Geometry(
+        outer_d=float(d["outer_d"]),
+        bore_d=float(d["bore_d"]),
+        bcd=float(d["bcd"]),
+        load_n=float(instance.hidden["load_n"]),
+    )
+
+
+def design_of(args: dict[str, Any]) -> Design:
+    """A :class:`Design` from tool arguments (``bolt_diameter`` names the bolt size)."""
+    return Design(
+        thickness=float(args["thickness"]),
+        material=str(args["material"]),
+        n_bolts=int(args["n_bolts"]),
+        bolt_d=int(args["bolt_diameter"]),
+    )
+
+
+def design_args(design: Design) -> dict[str, Any]:
+    return {
+        "thickness": design.thickness,
+        "material": design.material,
+        "n_bolts": design.n_bolts,
+        "bolt_diameter": design.bolt_d,
+    }
+
+
+class FlangeGenerator:
+    """Samples the drawing, a displacement limit and a budget with a known feasible design."""
+
+    def generate(self, config: FlangeConfig, seed: int) -> Problem:
+        rng = random.Random(f"flange-v1:{seed}")
+        for _ in range(MAX_ATTEMPTS):
+            problem = self._attempt(config, rng, seed)
+            if problem is not None:
+                return problem
+        raise RuntimeError(f"flange: no solvable instance after {MAX_ATTEMPTS} draws (seed {seed})")
+
+    def _attempt(self, config: FlangeConfig, rng: random.Random, seed: int) -> Problem | None:
+        bore = _round_to(rng.uniform(config.bore_min_mm, config.bore_max_mm), 5.0)
+        span = _round_to(rng.uniform(0.2, 0.45) * bore + 22.0, 5.0)
+        rim = _round_to(rng.uniform(20.0, 45.0), 2.5)
+        bcd = bore + 2 * span
+        outer = bcd + 2 * rim
+        pressure = rng.choice(PRESSURES_MPA)
+        if config.load_as_pressure:
+            load_n = pressure * math.pi * bore**2 / 4
+        else:
+            load_n = _round_to(pressure * math.pi * bore**2 / 4, 100.0)
+        geom = Geometry(outer_d=outer, bore_d=bore, bcd=bcd, load_n=load_n)
+        patterns = valid_patterns(geom)
+        if not patterns:
+            return None
+        # The limit is what a plain steel flange of moderate thickness achieves.
+        ref_n, ref_d = patterns[len(patterns) // 2]
+        t_ref = rng.uniform(0.15, 0.35) * span
+        try:
+            ref = analyze(geom, Design(t_ref, "steel_A36", ref_n, ref_d))
+        except DesignError:
+            return None
+        limit = _sig3(ref.max_displacement)
+
+        # Often the drawing rules out the material that would be cheapest overall (as a
+        # corrosion or weight requirement would), so ignoring note 2 does not pay.
+        names = list(MATERIALS)
+        pool = names
+        if rng.random() < config.exclude_unconstrained_best:
+            overall = cheapest_design(geom, limit, names)
+            if overall is not None:
+                pool = [m for m in names if m != overall[0].material]
+        if config.n_permitted > len(pool):
+            pool = names
+        permitted = sorted(rng.sample(pool, config.n_permitted), key=names.index)
+        best = cheapest_design(geom, limit, permitted)
+        if best is None:
+            return None
+        solution, best_cost = best
+        if not 5.0 <= solution.thickness <= 0.8 * span:
+            return None
+        budget = float(math.ceil(best_cost * (1.0 + config.budget_slack)))
+        check = analyze(geom, solution)  # verify the construction
+        check_cost = cost(geom, solution).total
+        if check.max_displacement > limit or check_cost > budget:
+            return None
+
+        drawing = {
+            "number": f"FL-{seed % 10000:04d}-{rng.randrange(100):02d}",
+            "outer_d": outer,
+            "bore_d": bore,
+            "bcd": bcd,
+            "load_kn": round(load_n / 1000.0, 1),
+            "pressure_mpa": pressure,
+            "load_as_pressure": config.load_as_pressure,
+            "limit_mm": limit,
+            "permitted": permitted,
+        }
+        hidden = {
+            "drawing": drawing,
+            "load_n": load_n,
+            "limit_mm": limit,
+            "budget_usd": budget,
+            "permitted": permitted,
+            "solution": design_args(solution),
+            "solution_displacement_mm": check.max_displacement,
+            "solution_cost_usd": check_cost,
+        }
+        public = {"drawing_number": drawing["number"], "budget_usd": budget}
+        return Problem(public=public, hidden=hidden)
+
+    def prompt(self, instance: Instance) -> list[Message]:
+        from agentharness.tasks.flange.render import drawing_png
+
+        png = drawing_png(instance.hidden["drawing"])
+        budget = instance.public["budget_usd"]
+        number = instance.public["drawing_number"]
+        return [
+            system(SYSTEM_PROMPT),
+            user(
+                f"Design the flange of drawing {number} (attached). The purchasing budget is "
+                f"${budget:.2f} per flange, bolts included.\n\n" + catalogue_text(),
+                images=[png],
+            ),
+        ]
+
+
+SYSTEM_PROMPT = (
+    "You are a mechanical design engineer. You receive an engineering drawing of a flat "
+    "bolted flange. The drawing fixes the outer diameter, the bore diameter, the bolt-circle "
+    "diameter, the axial load pulling on the bore (or the design pressure acting on the "
+    "bore area, F = p * pi * bore^2 / 4), the allowed axial displacement of the bore edge "
+    "and which materials are permitted. You choose the plate thickness (mm), the material, "
+    "the number of bolts and the bolt size so that the maximum displacement is at or below "
+    "the drawing's limit and the cost is at or below the budget.\n\n"
+    "Tools:\n"
+    "- analyze(thickness, material, n_bolts, bolt_diameter): maximum displacement, the "
+    "limit, the margin and a breakdown (plate bending, transverse shear, bolt stretch).\n"
+    "- cost(thickness, material, n_bolts, bolt_diameter): cost breakdown, total, budget "
+    "and margin.\n"
+    "- submit_design(thickness, material, n_bolts, bolt_diameter): your final answer; it "
+    "ends the episode and is re-analyzed.\n"
+    "A design that breaks a design rule is rejected with a message saying which rule. "
+    "Only materials listed on the drawing are permitted. Full credit needs both the "
+    "displacement limit and the budget met with a permitted material; fewer analyze/cost "
+    "calls score slightly better."
+)
+
+
+def catalogue_text() -> str:
+    lines = ["Material catalogue (name: E GPa, Poisson, density kg/m3, $/kg, machinability):"]
+    for m in MATERIALS.values():
+        lines.append(
+            f"- {m.name} ({m.label.lower()}): {m.e_gpa:g}, {m.nu:g}, {m.density:g}, "
+            f"{m.price_per_kg:.2f}, {m.machinability:g}"
+        )
+    lines.append("Bolts, metric grade 8.8 (size: stress area mm2, clearance hole mm, $ per set):")
+    lines.append(
+        "- "
+        + "; ".join(
+            f"M{b.d}: {b.stress_area:g}, {b.hole_d:g}, {b.set_price:.2f}" for b in BOLTS.values()
+        )
+    )
+    lines.append(
+        "Design rules: n_bolts a multiple of 4 from "
+        f"{MIN_BOLTS} to {MAX_BOLTS}; bolt pitch pi*BCD/n >= {MIN_PITCH_FACTOR:g} d; hole "
+        f"centre to outer edge >= {OUTER_EDGE_FACTOR:g} x hole; hole centre to bore >= "
+        f"{INNER_EDGE_FACTOR:g} x hole; bolt stress F/(n*stress area) <= "
+        f"{BOLT_ALLOWABLE_MPA:g} MPa; thickness from {MIN_THICKNESS_MM:g} mm up to the radial "
+        "span (BCD - bore)/2."
+    )
+    lines.append(
+        "Cost model (dollars; m = machinability): material = pi/4*OD^2*t*density*price; "
+        f"turning = {SETUP:g} + m*({FACE_RATE:g}*2*face area + {TURN_RATE:g}*pi*(OD+bore)*t); "
+        f"drilling = n*m*({HOLE_BASE:g} + {DRILL_RATE:g}*hole*t); bolts = n * set price. "
+        "Lengths in mm."
+    )
+    lines.append(
+        "Displacement model: the plate between bore and bolt circle bends under the bore "
+        "load (Roark annular plate, inner edge free); the bolts restrain the rim's rotation "
+        "(more, larger bolts and a wider rim make it closer to clamped) and stretch; a "
+        "transverse-shear term is added. Thicker plates and stiffer materials deflect less."
+    )
+    lines.append(
+        "Answer by calling submit_design with thickness in mm, material by its catalogue "
+        "name, n_bolts and bolt_diameter as the bolt size number (e.g. 16 for M16)."
+    )
+    return "\n".join(lines)

@@ -1,0 +1,58 @@
+"""Layer 3: budgets and what the agent hears when it stops calling tools."""
+
+from __future__ import annotations
+
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message
+from agentharness.core.task import Budgets, Interaction
+from agentharness.core.tools import World
+from agentharness.tasks.flange.tools import FlangeWorld
+
+BUDGETS = Budgets(
+    max_turns=24,
+    max_tool_calls=40,
+    max_tokens=None,
+    wall_clock_s=None,
+    max_nudges=2,
+    max_format_errors=3,
+)
+
+
+class FlangeInteraction(Interaction):
+    """Points the agent at the drawing, the check tools and ``submit_design``."""
+
+    def __init__(self, budgets: Budgets | None = None) -> None:
+        super().__init__(budgets or BUDGETS)
+
+    def on_no_tool_call(
+        self, instance: Instance, world: World, message: Message, nudges: int
+    ) -> str | None:
+        base = "You did not call a tool, so nothing happened. "
+        if not isinstance(world, FlangeWorld) or not world.history:
+            return base + (
+                "Read the drawing (diameters, load, displacement limit in note 4, permitted "
+                "materials in note 2), pick a candidate thickness, material, bolt count and bolt "
+                "size, check it with analyze(...) and cost(...), and finish with "
+                "submit_design(thickness, material, n_bolts, bolt_diameter)."
+            )
+        last_disp = next((h for h in reversed(world.history) if "displacement" in h), None)
+        last_cost = next((h for h in reversed(world.history) if "cost" in h), None)
+        parts = []
+        if last_disp is not None:
+            state = "meets" if last_disp["meets_limit"] else "exceeds"
+            parts.append(
+                f"your last analyzed design {state} the displacement limit "
+                f"({last_disp['displacement']:.4g} mm vs {world.limit:g} mm)"
+            )
+        if last_cost is not None:
+            state = "is within" if last_cost["within_budget"] else "exceeds"
+            parts.append(
+                f"your last costed design {state} the budget "
+                f"(${last_cost['cost']:.2f} vs ${world.budget:.2f})"
+            )
+        summary = "; ".join(parts)
+        return (
+            f"{base}{summary[0].upper()}{summary[1:]}. Adjust the design if needed, check it "
+            "with analyze and cost, then call submit_design(thickness, material, n_bolts, "
+            "bolt_diameter); the material must be one the drawing permits."
+        )

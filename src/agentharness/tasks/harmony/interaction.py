@@ -1,0 +1,48 @@
+"""Layer 3: budgets and the feedback given when a turn calls no tool."""
+
+from __future__ import annotations
+
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message
+from agentharness.core.task import Budgets, Interaction
+from agentharness.core.tools import World
+
+# Checking, fixing and re-checking a few times fits easily; the expert needs three turns.
+BUDGETS = Budgets(
+    max_turns=16,
+    max_tool_calls=30,
+    max_tokens=None,
+    wall_clock_s=None,
+    max_nudges=2,
+    max_format_errors=3,
+)
+
+
+class HarmonyInteraction(Interaction):
+    """Tells a stalled agent what its last check found, or how to start."""
+
+    def __init__(self) -> None:
+        super().__init__(BUDGETS)
+
+    def on_no_tool_call(
+        self, instance: Instance, world: World, message: Message, nudges: int
+    ) -> str | None:
+        last = getattr(world, "last_summary", None)
+        if last is not None:
+            errors, parallels = last
+            if errors == 0:
+                return (
+                    "You did not call a tool. Your last checked voices have no errors; call "
+                    "submit_voices with exactly those voices to finish."
+                )
+            return (
+                f"You did not call a tool. Your last checked voices still have {errors} "
+                f"error(s), {parallels} of them parallel fifths/octaves (which score 0). Change "
+                "the notes named in the report to other tones of the same chord, check again "
+                "with check_harmony, then call submit_voices."
+            )
+        return (
+            "You did not call a tool, so nothing happened. Start by calling check_harmony with "
+            'the given voices ({"soprano": [...], "alto": [...], "tenor": [...], "bass": [...]}) '
+            "to see where the errors are; fix them, re-check, and call submit_voices."
+        )

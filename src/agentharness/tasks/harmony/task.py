@@ -1,0 +1,32 @@
+"""The ``harmony`` task spec."""
+
+from __future__ import annotations
+
+from agentharness.core.task import TaskSpec
+from agentharness.tasks.harmony.config import DIFFICULTIES, HarmonyConfig
+from agentharness.tasks.harmony.expert import HarmonyExpert
+from agentharness.tasks.harmony.generator import HarmonyGenerator
+from agentharness.tasks.harmony.interaction import HarmonyInteraction
+from agentharness.tasks.harmony.reward import reward
+from agentharness.tasks.harmony.tools import HarmonyWorld
+
+TASK = TaskSpec(
+    name="harmony",
+    version=1,
+    modality="text",
+    description=(
+        "Repair a four-part (SATB) chorale: given a Roman-numeral progression and voices "
+        "with injected voice-leading errors, return corrected voices. Reward: 0 with any "
+        "parallel fifth/octave; otherwise 1 minus penalties for errors, leaps and "
+        "unnecessary changes."
+    ),
+    config_model=HarmonyConfig,
+    difficulties=DIFFICULTIES,
+    generator=HarmonyGenerator(),
+    world=HarmonyWorld,
+    interaction=HarmonyInteraction(),
+    reward=reward,
+    expert=HarmonyExpert,
+    solved_threshold=0.9,
+    tags=("text", "music", "constraint-repair"),
+)

@@ -1,0 +1,153 @@
+"""Layer 2: the per-episode exercise and the tools that check and submit voices."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentharness.core.instance import Instance
+from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.tasks.harmony import simulator
+from agentharness.tasks.harmony.simulator import VOICES, ChordInfo, Voicing
+
+MAX_LISTED = 30  # issues listed per report; the counts cover all of them
+
+Note = Annotated[str, Field(min_length=1, max_length=8, description="pitch name, e.g. 'F#4'")]
+Line = Annotated[list[Note], Field(min_length=1, max_length=32)]
+
+
+class Voices(BaseModel):
+    """The four voices, one pitch name per chord each."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    soprano: Line
+    alto: Line
+    tenor: Line
+    bass: Line
+
+
+def parse_voices(
+    voices: dict[str, list[str]], n_chords: int
+) -> tuple[list[Voicing], list[list[str]]]:
+    """Voicings and the notes as written per chord; raises ToolError naming the position."""
+    problems: list[str] = []
+    for v in VOICES:
+        line = voices.get(v)
+        if not isinstance(line, list):
+            problems.append(f"{v} is missing; give a list of {n_chords} pitch names")
+        elif len(line) != n_chords:
+            problems.append(
+                f"{v} has {len(line)} note(s) but the progression has {n_chords} chords; give "
+                "exactly one note per chord"
+            )
+    if problems:
+        raise ToolError("; ".join(problems) + ".")
+    midis: list[list[int]] = []
+    for v in VOICES:
+        row: list[int] = []
+        for i, text in enumerate(voices[v]):
+            try:
+                row.append(simulator.parse_pitch(str(text)))
+            except simulator.PitchError as e:
+                problems.append(f"{v} note {i + 1} (chord {i + 1}): {e}")
+                row.append(0)
+        midis.append(row)
+    if problems:
+        more = f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise ToolError("; ".join(problems[:5]) + more + ".")
+    names = [[str(voices[v][i]).strip() for v in VOICES] for i in range(n_chords)]
+    return simulator.to_realization(midis), names
+
+
+class HarmonyWorld(World):
+    """One exercise: the chords, the given (faulty) voices and the checks made so far."""
+
+    def __init__(self, instance: Instance) -> None:
+        super().__init__(instance)
+        pub = instance.public
+        self.chords = [ChordInfo.from_public(c) for c in pub["chords"]]
+        self.figures = [c.figure for c in self.chords]
+        self.n_chords: int = pub["n_chords"]
+        self.n_altered: int = pub["n_altered"]
+        self.given: list[Voicing] = simulator.to_realization(instance.hidden["given_midi"])
+        self.checks = 0
+        # (errors, parallels) of the last successful check, for the interaction's nudges.
+        self.last_summary: tuple[int, int] | None = None
+
+    def _report(self, voices: Voices) -> tuple[simulator.Report, list[tuple[int, int]], str]:
+        real, names = parse_voices(voices.model_dump(), self.n_chords)
+        report = simulator.check(real, self.chords, names)
+        changed = simulator.changed_notes(self.given, real)
+        errors, warnings = report.errors, report.warnings
+        counts = report.counts()
+        summary = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in counts.items())
+        head = (
+            f"{self.n_chords} chords checked: {len(errors)} error(s), {len(warnings)} "
+            f"warning(s){f' ({summary})' if summary else ''}."
+        )
+        where = ", ".join(f"chord {i + 1} {VOICES[k]}" for i, k in changed)
+        change_line = (
+            f"Notes changed from the given voices: {len(changed)}"
+            f"{f' ({where})' if changed else ''}; a minimal repair needs at most "
+            f"{self.n_altered}."
+        )
+        parts = [head, change_line]
+        listed = list(report.issues[:MAX_LISTED])
+        if errors:
+            parts.append("Errors:")
+            parts += [f"- {x.describe(self.figures)}" for x in listed if x.is_error]
+        if warnings:
+            parts.append("Warnings:")
+            parts += [f"- {x.describe(self.figures)}" for x in listed if not x.is_error]
+        if len(report.issues) > MAX_LISTED:
+            parts.append(f"(+{len(report.issues) - MAX_LISTED} more not listed)")
+        if report.parallels:
+            parts.append("Parallel fifths/octaves remain: a submission with any scores 0.")
+        elif not errors:
+            parts.append("No errors: these voices are a valid realization.")
+        return report, changed, "\n".join(parts)
+
+    @tool
+    def check_harmony(self, voices: Voices) -> ToolResult:
+        """Check four voices against the chords and the voice-leading rules.
+
+        Reports every error (parallel fifths/octaves, voice crossing, range, spacing,
+        leaps, non-chord tones, wrong bass, incomplete chords) and warning by chord
+        number and voice, with counts and the notes changed from the given voices.
+
+        Args:
+            voices: {"soprano": [...], "alto": [...], "tenor": [...], "bass": [...]}, one
+                pitch name per chord in each list, e.g. "F#4" or "Bb3".
+        """
+        report, changed, text = self._report(voices)
+        self.checks += 1
+        self.last_summary = (len(report.errors), len(report.parallels))
+        return ToolResult(
+            text=text,
+            metrics={
+                "errors": float(len(report.errors)),
+                "warnings": float(len(report.warnings)),
+                "parallels": float(len(report.parallels)),
+                "changed": float(len(changed)),
+            },
+        )
+
+    @tool(final=True)
+    def submit_voices(self, voices: Voices) -> ToolResult:
+        """Submit the corrected voices as your final answer; this ends the episode.
+
+        Args:
+            voices: {"soprano": [...], "alto": [...], "tenor": [...], "bass": [...]}, one
+                pitch name per chord in each list, e.g. "F#4" or "Bb3".
+        """
+        report, changed, _ = self._report(voices)
+        return ToolResult(
+            text=(
+                f"Voices submitted: {len(report.errors)} error(s) "
+                f"({len(report.parallels)} parallel), {len(report.warnings)} warning(s), "
+                f"{len(changed)} note(s) changed."
+            ),
+            metrics={"errors": float(len(report.errors)), "changed": float(len(changed))},
+        )

@@ -1,0 +1,237 @@
+"""Layer 1: plates, heaters and monitors built around a hidden feasible power vector."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message, system, user
+from agentharness.core.task import Problem
+from agentharness.tasks.thermal.config import ThermalConfig
+from agentharness.tasks.thermal.simulator import (
+    PlateModel,
+    get_model,
+    response_matrices,
+    spec_from_public,
+)
+
+MAX_ATTEMPTS = 300
+
+SYSTEM_PROMPT = """\
+You are a thermal control engineer. You set the electrical power of heaters on a thin \
+metal plate so that the steady-state temperature at monitor points matches given \
+targets, while no point of the plate exceeds a safety limit.
+
+Tools:
+- simulate(powers): solves the steady heat equation on the plate for the given heater \
+powers and reports each monitor's temperature, target, error and whether it is within \
+tolerance, each heater's own temperature, the hottest point of the plate and whether the \
+safety limit holds. Simulations are limited; use them wisely.
+- submit_powers(powers): your final answer. It ends the episode.
+
+Rules:
+- `powers` is a list of watts, one per heater, in heater order (H1, H2, ...). Every power \
+must be between 0 and the maximum power.
+- A target is hit when |T - target| <= tolerance. The answer is graded by the targets it \
+hits (and how close it gets to the others); exceeding the safety limit anywhere on the plate \
+forfeits almost all credit. Fewer simulations score slightly better.
+"""
+
+
+class ThermalGenerator:
+    """Draws a plate layout, a hidden power vector, and the targets that vector meets."""
+
+    def generate(self, config: ThermalConfig, seed: int) -> Problem:
+        rng = np.random.default_rng(seed)
+        for _ in range(MAX_ATTEMPTS):
+            problem = _attempt(config, rng)
+            if problem is not None:
+                return problem
+        raise ValueError(
+            f"could not draw a well-posed plate in {MAX_ATTEMPTS} attempts; "
+            "use fewer heaters/monitors, a smaller heater_radius_mm or a larger plate"
+        )
+
+    def prompt(self, instance: Instance) -> list[Message]:
+        pub = instance.public
+        plate = pub["plate"]
+        heaters = "\n".join(
+            f"  {h['id']}: x = {h['x_mm']:g} mm, y = {h['y_mm']:g} mm" for h in pub["heaters"]
+        )
+        monitors = "\n".join(
+            f"  {m['id']}: x = {m['x_mm']:g} mm, y = {m['y_mm']:g} mm, "
+            f"target {m['target_c']:.1f} °C"
+            for m in pub["monitors"]
+        )
+        n = len(pub["heaters"])
+        example = ", ".join(f"P{i + 1}" for i in range(n))
+        text = f"""\
+Plate: {plate["size_mm"]:g} mm x {plate["size_mm"]:g} mm, {plate["thickness_mm"]:g} mm thick. \
+Thermal conductivity kx = {plate["kx_w_mk"]:g} W/m·K along x and ky = {plate["ky_w_mk"]:g} W/m·K \
+along y. All four edges are held at the ambient temperature {plate["ambient_c"]:g} °C; both \
+faces lose heat by convection (h = {plate["h_conv_w_m2k"]:g} W/m²K) to the same ambient. \
+Coordinates are measured from the plate's lower-left corner.
+
+Heaters ({n}; Gaussian patches of radius {plate["heater_radius_mm"]:g} mm, each 0 to \
+{pub["max_power_w"]:g} W):
+{heaters}
+
+Monitor points and their target temperatures:
+{monitors}
+
+Tolerance: ±{pub["tolerance_k"]:g} K at every monitor.
+Safety limit: no point of the plate may exceed {pub["safety_limit_c"]:g} °C.
+Simulation budget: {pub["max_simulations"]} calls to simulate.
+
+Find heater powers that put every monitor within tolerance of its target without breaking \
+the safety limit, then call submit_powers with powers = [{example}] (watts, in heater order)."""
+        return [system(SYSTEM_PROMPT), user(text)]
+
+
+def _attempt(config: ThermalConfig, rng: np.random.Generator) -> Problem | None:
+    """One deterministic draw; ``None`` when the draw is not well posed."""
+    n_grid = config.grid_n
+    k = float(rng.uniform(*config.conductivity))
+    ratio = float(rng.uniform(1.0, config.anisotropy))
+    kx, ky = (k, k / ratio) if rng.random() < 0.5 else (k / ratio, k)
+    heaters = _place(
+        rng,
+        n_grid,
+        config.n_heaters,
+        (0.15, 0.85),
+        min(0.22, 0.7 / math.sqrt(config.n_heaters)),
+        [],
+    )
+    if heaters is None:
+        return None
+    monitors = _place(
+        rng,
+        n_grid,
+        config.n_monitors,
+        (0.1, 0.9),
+        min(0.12, 0.5 / math.sqrt(config.n_monitors)),
+        heaters,
+    )
+    if monitors is None:
+        return None
+    dx_mm = config.plate_mm / (n_grid - 1)
+    public: dict[str, Any] = {
+        "plate": {
+            "size_mm": config.plate_mm,
+            "thickness_mm": config.thickness_mm,
+            "kx_w_mk": round(kx, 1),
+            "ky_w_mk": round(ky, 1),
+            "h_conv_w_m2k": config.h_conv,
+            "ambient_c": config.ambient_c,
+            "heater_radius_mm": config.heater_radius_mm,
+            "grid_n": n_grid,
+        },
+        "heaters": [
+            {
+                "id": f"H{i + 1}",
+                "x_mm": round(x * dx_mm, 2),
+                "y_mm": round(y * dx_mm, 2),
+                "node": [x, y],
+            }
+            for i, (x, y) in enumerate(heaters)
+        ],
+        "monitors": [
+            {
+                "id": f"M{i + 1}",
+                "x_mm": round(x * dx_mm, 2),
+                "y_mm": round(y * dx_mm, 2),
+                "node": [x, y],
+            }
+            for i, (x, y) in enumerate(monitors)
+        ],
+        "max_power_w": config.max_power_w,
+        "tolerance_k": config.tolerance_k,
+        "max_simulations": config.max_simulations,
+    }
+    # Build the model from the public data so every consumer sees the very same plate.
+    model = get_model(spec_from_public(public))
+    g, h = response_matrices(model)
+    # Every monitor must respond noticeably to some heater, and the targets must pin
+    # down the powers well (no near-duplicate rows or columns of the response matrix).
+    if np.min(g.max(axis=1)) < 0.1:
+        return None
+    sv = np.linalg.svd(g, compute_uv=False)
+    if sv[-1] < 0.03 * sv[0]:
+        return None
+
+    p_max = config.max_power_w
+    solution = np.round(rng.uniform(0.15, 0.85, config.n_heaters) * p_max, 2)
+    result = model.solve(solution.tolist())
+    targets = [round(t, 1) for t in result.monitor_c]
+    if min(targets) - config.ambient_c < 3.0:
+        return None
+    limit = math.ceil(result.hottest_c + config.safety_margin_k)
+    for mon, t in zip(public["monitors"], targets, strict=True):
+        mon["target_c"] = t
+    public["safety_limit_c"] = float(limit)
+
+    if not _verify(model, solution, targets, config, limit):
+        return None
+    hidden = {
+        "solution": solution.tolist(),
+        "solution_monitor_c": [round(t, 4) for t in result.monitor_c],
+        "solution_hottest_c": round(result.hottest_c, 4),
+        "safety_binding": _safety_binds(g, h, targets, config, limit),
+    }
+    return Problem(public=public, hidden=hidden)
+
+
+def _place(
+    rng: np.random.Generator,
+    n_grid: int,
+    count: int,
+    span: tuple[float, float],
+    min_sep: float,
+    avoid: list[tuple[int, int]],
+) -> list[tuple[int, int]] | None:
+    """Grid nodes inside ``span`` (fractions of the side), ``min_sep`` apart and off ``avoid``."""
+    lo, hi = (round(f * (n_grid - 1)) for f in span)
+    sep = min_sep * (n_grid - 1)
+    clear = 0.06 * (n_grid - 1)
+    nodes: list[tuple[int, int]] = []
+    for _ in range(400):
+        if len(nodes) == count:
+            break
+        cand = (int(rng.integers(lo, hi + 1)), int(rng.integers(lo, hi + 1)))
+        if any(math.dist(cand, o) < sep for o in nodes):
+            continue
+        if any(math.dist(cand, o) < clear for o in avoid):
+            continue
+        nodes.append(cand)
+    return nodes if len(nodes) == count else None
+
+
+def _verify(
+    model: PlateModel, powers: np.ndarray, targets: list[float], config: ThermalConfig, limit: float
+) -> bool:
+    """Re-simulate the hidden solution: in bounds, every target hit, safety limit held."""
+    if np.any(powers < 0) or np.any(powers > config.max_power_w):
+        return False
+    r = model.solve(powers.tolist())
+    hits = all(abs(t - c) <= config.tolerance_k for t, c in zip(targets, r.monitor_c, strict=True))
+    return hits and r.hottest_c <= limit
+
+
+def _safety_binds(
+    g: np.ndarray, h: np.ndarray, targets: list[float], config: ThermalConfig, limit: float
+) -> bool:
+    """Does some target-hitting power vector overheat a heater? (the limit then matters)"""
+    from scipy.optimize import linprog
+
+    rise = np.asarray(targets) - config.ambient_c
+    a_ub = np.vstack([g, -g])
+    b_ub = np.concatenate([rise + config.tolerance_k, -(rise - config.tolerance_k)])
+    bounds = [(0.0, config.max_power_w)] * g.shape[1]
+    for row in h:
+        res = linprog(-row, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+        if res.status == 0 and -res.fun + config.ambient_c > limit:
+            return True
+    return False

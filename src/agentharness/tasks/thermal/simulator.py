@@ -1,0 +1,202 @@
+"""Steady-state heat conduction on a thin rectangular plate (finite differences).
+
+The plate is square, ``size_m`` on a side and ``thickness_m`` thick. Its four edges are
+clamped to ambient temperature (a heat sink) and both faces lose heat by convection
+with coefficient ``h_conv`` (W/m²K). Heaters are Gaussian patches that inject
+``P_i`` watts in total. For the temperature rise ``θ = T - T_amb`` the steady balance
+per unit volume is
+
+    kx ∂²θ/∂x² + ky ∂²θ/∂y² - (2 h_conv / thickness) θ + q(x, y) = 0,
+
+discretized with the 5-point stencil on a ``grid_n x grid_n`` node grid (edge nodes
+fixed at θ = 0). The matrix is symmetric positive definite and does not depend on the
+powers, so it is factorized once per plate (``scipy.sparse.linalg.splu``) and cached;
+each simulation is then one sparse triangular solve.
+
+Pure domain code: no agent, tool or message types.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+class SimulationError(ValueError):
+    """The simulator cannot evaluate the request (bad powers, numerical failure)."""
+
+
+@dataclass(frozen=True)
+class PlateSpec:
+    """Everything that defines one plate; hashable so factorizations can be cached.
+
+    Heater and monitor positions are grid node indices ``(ix, iy)``; node ``(ix, iy)``
+    sits at ``x = ix * dx``, ``y = iy * dx`` with ``dx = size_m / (grid_n - 1)``.
+    """
+
+    grid_n: int
+    size_m: float
+    thickness_m: float
+    kx: float
+    ky: float
+    h_conv: float
+    ambient_c: float
+    heater_sigma_m: float
+    heaters: tuple[tuple[int, int], ...]
+    monitors: tuple[tuple[int, int], ...]
+
+    @property
+    def dx(self) -> float:
+        return self.size_m / (self.grid_n - 1)
+
+    def node_xy_m(self, node: tuple[int, int]) -> tuple[float, float]:
+        return node[0] * self.dx, node[1] * self.dx
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Temperatures (°C) from one steady solve."""
+
+    powers: tuple[float, ...]
+    monitor_c: tuple[float, ...]
+    heater_c: tuple[float, ...]
+    hottest_c: float
+    hottest_node: tuple[int, int]
+    field_c: np.ndarray  # (grid_n, grid_n), indexed [iy, ix]
+
+
+class PlateModel:
+    """A factorized plate: solve for any power vector with one sparse solve."""
+
+    def __init__(self, spec: PlateSpec) -> None:
+        if spec.grid_n < 5:
+            raise SimulationError("grid_n must be at least 5")
+        if min(spec.kx, spec.ky, spec.thickness_m, spec.size_m) <= 0 or spec.h_conv < 0:
+            raise SimulationError("conductivities, thickness and size must be positive")
+        self.spec = spec
+        n = spec.grid_n
+        self._m = n - 2  # interior nodes per side
+        matrix = _assemble(self._m, spec.dx, spec.kx, spec.ky, spec.h_conv, spec.thickness_m)
+        import scipy.sparse.linalg as spla  # lazy: keeps listing tasks fast
+
+        self._lu = spla.splu(matrix.tocsc())
+        self._sources = self._source_matrix()
+        # SuperLU objects are not documented as thread-safe; worlds share cached models.
+        self._lock = threading.Lock()
+
+    @property
+    def n_heaters(self) -> int:
+        return len(self.spec.heaters)
+
+    def _source_matrix(self) -> np.ndarray:
+        """Column i: volumetric heat source (W/m³) per watt of heater i, interior nodes."""
+        spec, m = self.spec, self._m
+        idx = np.arange(1, m + 1) * spec.dx
+        xx, yy = np.meshgrid(idx, idx)  # [iy, ix]
+        cols = []
+        for node in spec.heaters:
+            hx, hy = spec.node_xy_m(node)
+            g = np.exp(-((xx - hx) ** 2 + (yy - hy) ** 2) / (2 * spec.heater_sigma_m**2))
+            # Normalize on the grid so the heater injects exactly its nominal power.
+            g /= g.sum() * spec.dx**2 * spec.thickness_m
+            cols.append(g.ravel())
+        return np.stack(cols, axis=1) if cols else np.zeros((m * m, 0))
+
+    def solve(self, powers: Sequence[float]) -> SimResult:
+        """Steady temperatures for heater powers in watts (validated here too)."""
+        p = np.asarray(powers, dtype=float)
+        if p.shape != (self.n_heaters,):
+            raise SimulationError(f"expected {self.n_heaters} powers, got {p.size}")
+        if not np.all(np.isfinite(p)):
+            raise SimulationError("powers must be finite numbers (no NaN or infinity)")
+        if np.any(p < 0):
+            raise SimulationError("powers must be non-negative")
+        q = self._sources @ p
+        with self._lock:
+            theta = self._lu.solve(q)
+        if not np.all(np.isfinite(theta)):
+            raise SimulationError("the linear solve produced non-finite temperatures")
+        n, m = self.spec.grid_n, self._m
+        field = np.full((n, n), float(self.spec.ambient_c))
+        field[1 : m + 1, 1 : m + 1] += theta.reshape(m, m)
+        iy, ix = np.unravel_index(int(np.argmax(field)), field.shape)
+        return SimResult(
+            powers=tuple(float(x) for x in p),
+            monitor_c=tuple(float(field[y, x]) for x, y in self.spec.monitors),
+            heater_c=tuple(float(field[y, x]) for x, y in self.spec.heaters),
+            hottest_c=float(field[iy, ix]),
+            hottest_node=(int(ix), int(iy)),
+            field_c=field,
+        )
+
+
+def _assemble(m: int, dx: float, kx: float, ky: float, h_conv: float, t: float) -> Any:
+    """SPD 5-point operator for -(kx θ_xx + ky θ_yy) + (2h/t) θ on m x m interior nodes."""
+    import scipy.sparse as sp
+
+    one = np.ones(m)
+    d2 = sp.diags([-one[:-1], 2 * one, -one[:-1]], [-1, 0, 1], format="csr") / dx**2
+    eye = sp.identity(m, format="csr")
+    # Unknowns are ordered [iy, ix] row-major: x varies fastest.
+    op = kx * sp.kron(eye, d2) + ky * sp.kron(d2, eye) + (2 * h_conv / t) * sp.identity(m * m)
+    return sp.csr_matrix(op)
+
+
+_CACHE: OrderedDict[PlateSpec, PlateModel] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_SIZE = 64
+
+
+def get_model(spec: PlateSpec) -> PlateModel:
+    """The factorized model of ``spec``, built once and kept in a small LRU cache."""
+    with _CACHE_LOCK:
+        model = _CACHE.get(spec)
+        if model is not None:
+            _CACHE.move_to_end(spec)
+            return model
+    model = PlateModel(spec)
+    with _CACHE_LOCK:
+        _CACHE[spec] = model
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return model
+
+
+def response_matrices(model: PlateModel) -> tuple[np.ndarray, np.ndarray]:
+    """Rise per watt at monitors (m x n) and at heater nodes (n x n), by superposition."""
+    n = model.n_heaters
+    g = np.zeros((len(model.spec.monitors), n))
+    h = np.zeros((n, n))
+    for j in range(n):
+        unit = [0.0] * n
+        unit[j] = 1.0
+        r = model.solve(unit)
+        g[:, j] = np.asarray(r.monitor_c) - model.spec.ambient_c
+        h[:, j] = np.asarray(r.heater_c) - model.spec.ambient_c
+    return g, h
+
+
+def spec_from_public(public: dict[str, object]) -> PlateSpec:
+    """Rebuild the plate from an instance's public data."""
+    plate = public["plate"]
+    assert isinstance(plate, dict)
+    heaters = public["heaters"]
+    monitors = public["monitors"]
+    assert isinstance(heaters, list) and isinstance(monitors, list)
+    return PlateSpec(
+        grid_n=int(plate["grid_n"]),
+        size_m=float(plate["size_mm"]) / 1000.0,
+        thickness_m=float(plate["thickness_mm"]) / 1000.0,
+        kx=float(plate["kx_w_mk"]),
+        ky=float(plate["ky_w_mk"]),
+        h_conv=float(plate["h_conv_w_m2k"]),
+        ambient_c=float(plate["ambient_c"]),
+        heater_sigma_m=float(plate["heater_radius_mm"]) / 1000.0,
+        heaters=tuple((int(h["node"][0]), int(h["node"][1])) for h in heaters),
+        monitors=tuple((int(mo["node"][0]), int(mo["node"][1])) for mo in monitors),
+    )

@@ -1,0 +1,45 @@
+"""Layer 3: budgets and the feedback given when a turn calls no tool."""
+
+from __future__ import annotations
+
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message
+from agentharness.core.task import Budgets, Interaction
+from agentharness.core.tools import World
+
+# Reading the map and checking a tour or two fits easily; the expert needs two turns.
+BUDGETS = Budgets(
+    max_turns=10,
+    max_tool_calls=20,
+    max_tokens=None,
+    wall_clock_s=None,
+    max_nudges=2,
+    max_format_errors=3,
+)
+
+
+class TspVisionInteraction(Interaction):
+    """Points a stalled agent at its best tour so far, or at how to start."""
+
+    def __init__(self) -> None:
+        super().__init__(BUDGETS)
+
+    def on_no_tool_call(
+        self, instance: Instance, world: World, message: Message, nudges: int
+    ) -> str | None:
+        best = getattr(world, "best", None)
+        if best is not None:
+            order, length = best
+            return (
+                "You did not call a tool. Your best valid tour so far is "
+                f"{', '.join(order)} with length {length:.2f}. Try to shorten it (remove any "
+                "crossing legs, move a city next to its neighbours) and check with tour_length, "
+                "or call submit_tour with it now."
+            )
+        labels = instance.public["labels"]
+        return (
+            "You did not call a tool, so nothing happened. Read each city's position from the "
+            f"map grid, then call tour_length with a list of all {len(labels)} labels "
+            f"({', '.join(labels)}), each once, to check a tour; call submit_tour with your "
+            "best tour to answer."
+        )

@@ -1,0 +1,130 @@
+"""Layer 2: the per-episode map and the tools that check, draw and submit tours."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from agentharness.core.instance import Instance
+from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.tasks.tsp_vision import render, simulator
+
+Label = Annotated[str, Field(min_length=1, max_length=16)]
+Order = Annotated[list[Label], Field(min_length=1, max_length=64)]
+
+
+class TspVisionWorld(World):
+    """One map: hidden city coordinates, the tours tried so far and the best of them."""
+
+    def __init__(self, instance: Instance) -> None:
+        super().__init__(instance)
+        pub = instance.public
+        self.labels: list[str] = list(pub["labels"])
+        self.cities: list[simulator.Point] = [
+            (int(x), int(y)) for x, y in instance.hidden["cities"]
+        ]
+        self.grid_size: int = pub["grid_size"]
+        self.image_size: int = pub["image_size"]
+        self.show_grid: bool = pub["show_grid"]
+        self.checks = 0
+        self.best: tuple[list[str], float] | None = None
+        self.submitted_length: float | None = None
+
+    def _tour(self, order: list[str], *, partial: bool = False) -> list[int]:
+        norm = simulator.normalize_order(order)
+        try:
+            return simulator.order_to_indices(norm, self.labels, partial=partial)
+        except simulator.TourProblem as e:
+            need = "each city at most once" if partial else f"all {len(self.labels)} labels once"
+            raise ToolError(
+                f"not a valid {'route' if partial else 'tour'}: {e}. Give {need}, using only "
+                f"{', '.join(self.labels)}."
+            ) from e
+
+    def _note(self, order: list[str], length: float) -> str:
+        if self.best is None or length < self.best[1] - 1e-9:
+            self.best = (order, length)
+            return "This is your shortest valid tour so far."
+        return f"Your shortest valid tour so far has length {self.best[1]:.2f}."
+
+    @tool
+    def tour_length(self, order: Order) -> ToolResult:
+        """Check a closed tour: its total length, each leg's length and any crossing legs.
+
+        Args:
+            order: all city labels, each exactly once, in visiting order (e.g. ["A", "C", "B"]);
+                the return to the first city is implied.
+        """
+        tour = self._tour(order)
+        self.checks += 1
+        length = simulator.tour_length(self.cities, tour)
+        legs = simulator.leg_lengths(self.cities, tour)
+        names = [self.labels[i] for i in tour]
+        leg_text = ", ".join(
+            f"{names[k]}->{names[(k + 1) % len(names)]} {d:.2f}" for k, d in enumerate(legs)
+        )
+        crossings = simulator.crossing_edges(self.cities, tour)
+        if crossings:
+            pairs = "; ".join(
+                f"{self.labels[a]}-{self.labels[b]} crosses {self.labels[c]}-{self.labels[d]}"
+                for a, b, c, d in crossings[:8]
+            )
+            more = f" (+{len(crossings) - 8} more)" if len(crossings) > 8 else ""
+            cross_text = (
+                f"Crossing legs: {pairs}{more}. Reversing the cities between two crossing legs "
+                "uncrosses them and shortens the tour."
+            )
+        else:
+            cross_text = "No legs cross."
+        note = self._note(names, length)
+        text = (
+            f"Valid tour of {len(tour)} cities. Total length: {length:.2f}.\n"
+            f"Legs: {leg_text}.\n{cross_text}\n{note}"
+        )
+        return ToolResult(
+            text=text, metrics={"tour_length": length, "crossings": float(len(crossings))}
+        )
+
+    @tool
+    def show_tour(self, order: Order) -> ToolResult:
+        """Draw a route on the map and return the image; a partial route is drawn open.
+
+        Args:
+            order: city labels in visiting order, each at most once; with all cities the
+                route is closed back to the first one.
+        """
+        path = self._tour(order, partial=True)
+        closed = len(path) == len(self.labels)
+        png = render.tour_png(
+            self.cities, self.labels, self.grid_size, self.image_size, self.show_grid, path, closed
+        )
+        names = [self.labels[i] for i in path]
+        if closed:
+            desc = f"closed tour {' -> '.join(names)} -> {names[0]}"
+        else:
+            missing = [lab for lab in self.labels if lab not in names]
+            desc = (
+                f"open route {' -> '.join(names)} ({len(path)} of {len(self.labels)} cities; "
+                f"not yet visited: {', '.join(missing)})"
+            )
+        return ToolResult(
+            text=f"The map with your {desc} drawn in red; the green ring marks the start.",
+            images=(png,),
+        )
+
+    @tool(final=True)
+    def submit_tour(self, order: Order) -> ToolResult:
+        """Submit your final tour; this ends the episode.
+
+        Args:
+            order: all city labels, each exactly once, in visiting order; the return to
+                the first city is implied.
+        """
+        tour = self._tour(order)
+        length = simulator.tour_length(self.cities, tour)
+        self.submitted_length = length
+        return ToolResult(
+            text=f"Tour submitted: {len(tour)} cities, total length {length:.2f}.",
+            metrics={"tour_length": length},
+        )

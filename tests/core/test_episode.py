@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import asyncio
+
+from agentharness import Budgets, make
+from agentharness.core.messages import Message, ToolCall
+
+
+def call(name: str, **args: object) -> Message:
+    return Message(role="assistant", tool_calls=[ToolCall.make(f"c_{name}", name, args)])
+
+
+def test_reset_gives_prompt_and_tools(guess_env) -> None:
+    ep = guess_env.reset(seed=3)
+    assert [m.role for m in ep.messages] == ["system", "user"]
+    assert {t["function"]["name"] for t in ep.tools} == {"probe", "answer", "picture"}
+    assert not ep.done and ep.turns == 0
+
+
+def test_step_runs_tools_and_answer_ends(guess_env) -> None:
+    ep = guess_env.reset(seed=3)
+    secret = ep.instance.hidden["secret"]
+    obs = ep.step(call("probe", guess=secret))
+    assert obs.messages[0].role == "tool" and obs.messages[0].text == "correct" and not obs.done
+    obs = ep.step(call("answer", number=secret))
+    assert obs.done and obs.end_reason == "answered"
+    reward = ep.reward()
+    assert reward.success and reward.total > 0.9
+    assert [c.name for c in ep.tool_calls] == ["probe", "answer"]
+
+
+def test_text_tool_calls_are_parsed(guess_env) -> None:
+    ep = guess_env.reset(seed=3)
+    obs = ep.step(
+        'Let me try.\n<tool_call>{"name": "probe", "arguments": {"guess": 1}}</tool_call>'
+    )
+    assert obs.messages[0].role == "tool" and obs.messages[0].tool_call_id == "call_1_0"
+
+
+def test_nudges_then_no_answer(guess_env) -> None:
+    ep = guess_env.reset(seed=3)
+    for _ in range(ep.budgets.max_nudges):
+        obs = ep.step("I think it is 5.")
+        assert not obs.done and "did not call a tool" in obs.messages[0].text
+    obs = ep.step("Still 5.")
+    assert obs.done and obs.end_reason == "no_answer"
+    assert ep.nudges == ep.budgets.max_nudges
+    assert ep.reward().total == 0.0
+
+
+def test_format_errors_are_feedback_then_end() -> None:
+    ep = make("guess", budgets=Budgets(max_format_errors=1)).reset(seed=1)
+    obs = ep.step("<tool_call>{oops</tool_call>")
+    assert obs.format_error and not obs.done and obs.messages[0].text.startswith("Format error")
+    obs = ep.step("<tool_call>{oops again</tool_call>")
+    assert obs.done and obs.end_reason == "format_error"
+
+
+def test_bad_arguments_do_not_end_episode(guess_env) -> None:
+    ep = guess_env.reset(seed=3)
+    obs = ep.step(call("probe", guess="many"))
+    assert not obs.done and obs.messages[0].text.startswith("Error: invalid arguments")
+    assert ep.tool_calls[0].is_error
+
+
+def test_turn_and_tool_budgets() -> None:
+    ep = make("guess", budgets=Budgets(max_turns=2)).reset(seed=1)
+    ep.step(call("probe", guess=1))
+    obs = ep.step(call("probe", guess=2))
+    assert obs.done and obs.end_reason == "max_turns"
+
+    ep = make("guess", budgets=Budgets(max_tool_calls=3)).reset(seed=1)
+    many = Message(
+        role="assistant",
+        tool_calls=[ToolCall.make(f"c{i}", "probe", {"guess": i + 1}) for i in range(5)],
+    )
+    obs = ep.step(many)
+    assert len(ep.tool_calls) == 3 and obs.done and obs.end_reason == "max_tool_calls"
+
+
+def test_image_results_follow_tool_messages(guess_env) -> None:
+    ep = guess_env.reset(seed=3)
+    obs = ep.step(call("picture"))
+    assert [m.role for m in obs.messages] == ["tool", "user"]
+    assert obs.messages[1].images[0].png_bytes().startswith(b"\x89PNG")
+
+
+def test_stepping_a_finished_episode_is_a_clear_error(guess_env) -> None:
+    ep = guess_env.reset(seed=3)
+    ep.finish("timeout")
+    try:
+        ep.step("hello")
+    except RuntimeError as e:
+        assert "already ended (timeout)" in str(e)
+    else:
+        raise AssertionError("expected RuntimeError")
+
+
+def test_async_step_matches_sync(guess_env) -> None:
+    a, b = guess_env.reset(seed=5), guess_env.reset(seed=5)
+    turn = call("probe", guess=50)
+    sync = a.step(turn)
+    asyn = asyncio.run(b.astep(turn))
+    assert sync.messages == asyn.messages
+
+
+def test_non_assistant_garbage_turn_is_feedback(guess_env) -> None:
+    ep = guess_env.reset(seed=3)
+    obs = ep.step({"role": "assistant", "content": 12345})  # type: ignore[dict-item]
+    assert obs.format_error and not obs.done

@@ -1,0 +1,193 @@
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentharness.core.messages import Message, ToolCall
+from agentharness.core.parsing import parse_turn
+
+
+def text(s: str) -> Message:
+    return Message(role="assistant", content=s)
+
+
+def test_native_tool_calls_with_string_arguments() -> None:
+    msg = Message(role="assistant", tool_calls=[ToolCall.make("a", "go", {"direction": "north"})])
+    parsed = parse_turn(msg)
+    assert parsed.source == "native"
+    assert [(c.id, c.name, c.arguments) for c in parsed.calls] == [
+        ("a", "go", {"direction": "north"})
+    ]
+
+
+def test_native_arguments_encoded_twice() -> None:
+    msg = Message(
+        role="assistant", tool_calls=[ToolCall.make("a", "go", json.dumps(json.dumps({"d": 1})))]
+    )
+    assert parse_turn(msg).calls[0].arguments == {"d": 1}
+
+
+def test_native_arguments_not_an_object_is_an_error() -> None:
+    msg = Message(role="assistant", tool_calls=[ToolCall.make("a", "go", "[1, 2]")])
+    parsed = parse_turn(msg)
+    assert not parsed.calls and "not a JSON object" in parsed.errors[0]
+
+
+def test_hermes_block_with_prose_and_several_calls() -> None:
+    parsed = parse_turn(
+        text(
+            'I will look first.\n<tool_call>\n{"name": "look", "arguments": {}}\n</tool_call>\n'
+            'then\n<tool_call>{"name": "go", "arguments": {"direction": "east"}}</tool_call> ok'
+        )
+    )
+    assert [(c.name, c.arguments) for c in parsed.calls] == [
+        ("look", {}),
+        ("go", {"direction": "east"}),
+    ]
+    assert parsed.ok and parsed.source == "text"
+    assert len({c.id for c in parsed.calls}) == 2
+
+
+def test_repairs_trailing_commas_single_quotes_and_string_arguments() -> None:
+    parsed = parse_turn(
+        text(
+            "<tool_call>{'name': 'go', 'arguments': {'direction': 'west', 'fast': True,},}</tool_call>"
+            '<tool_call>{"name": "take", "arguments": "{\\"item\\": \\"key\\"}"}</tool_call>'
+        )
+    )
+    assert [(c.name, c.arguments) for c in parsed.calls] == [
+        ("go", {"direction": "west", "fast": True}),
+        ("take", {"item": "key"}),
+    ]
+
+
+def test_unclosed_tool_call_at_end_of_turn() -> None:
+    parsed = parse_turn(text('<tool_call>{"name": "look", "arguments": {}}'))
+    assert [c.name for c in parsed.calls] == ["look"]
+
+
+def test_qwen3_coder_xml() -> None:
+    parsed = parse_turn(
+        text(
+            "<tool_call>\n<function=simulate>\n<parameter=powers>\n[1.0, 2.5]\n</parameter>\n"
+            "<parameter=label>\nrun one\n</parameter>\n</function>\n</tool_call>"
+        )
+    )
+    assert [(c.name, c.arguments) for c in parsed.calls] == [
+        ("simulate", {"powers": [1.0, 2.5], "label": "run one"})
+    ]
+
+
+def test_fenced_json_and_openai_shape() -> None:
+    parsed = parse_turn(
+        text(
+            'Here:\n```json\n{"type": "function", "function": {"name": "look", "arguments": "{}"}}\n```'
+        )
+    )
+    assert [(c.name, c.arguments) for c in parsed.calls] == [("look", {})]
+
+
+def test_bare_json_call_in_prose() -> None:
+    parsed = parse_turn(text('Calling {"name": "read", "arguments": {"item": "note"}} now.'))
+    assert [(c.name, c.arguments) for c in parsed.calls] == [("read", {"item": "note"})]
+
+
+def test_plain_prose_has_no_calls_and_no_errors() -> None:
+    parsed = parse_turn(text('The answer is probably {not a call} and json like {"a": 1}.'))
+    assert parsed.calls == [] and parsed.errors == [] and parsed.source == "none"
+
+
+def test_broken_tool_call_is_a_format_error() -> None:
+    parsed = parse_turn(text("<tool_call>{this is not json</tool_call>"))
+    assert not parsed.calls and parsed.errors and "could not parse" in parsed.errors[0]
+
+
+def test_call_without_name_is_a_format_error() -> None:
+    parsed = parse_turn(text('<tool_call>{"arguments": {"x": 1}}</tool_call>'))
+    assert not parsed.calls and "needs a 'name'" in parsed.errors[0]
+
+
+def test_empty_tag_is_a_format_error() -> None:
+    assert parse_turn(text("<tool_call></tool_call>")).errors
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text())
+def test_never_raises_on_any_text(s: str) -> None:
+    parse_turn(text(s))
+
+
+_fragments = st.sampled_from(
+    [
+        "<tool_call>",
+        "</tool_call>",
+        "<function=",
+        "<function=go>",
+        "</function>",
+        "<parameter=x>",
+        "</parameter>",
+        "```json\n",
+        "```",
+        "{",
+        "}",
+        "[",
+        "]",
+        '"name"',
+        ":",
+        ",",
+        '"arguments"',
+        "'",
+        '"',
+        "\\",
+        "True",
+        "null",
+        "1e999",
+        "NaN",
+        "{'a': 1,}",
+        "\n",
+        " ",
+    ]
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.one_of(_fragments, st.text(max_size=5)), max_size=30))
+def test_never_raises_on_tool_call_like_text(parts: list[str]) -> None:
+    parsed = parse_turn(text("".join(parts)))
+    for call in parsed.calls:
+        assert isinstance(call.name, str) and isinstance(call.arguments, dict)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40), st.text(max_size=200))
+def test_never_raises_on_native_garbage(name: str, arguments: str) -> None:
+    msg = Message(role="assistant", tool_calls=[ToolCall.make("x", name, arguments)])
+    parsed = parse_turn(msg)
+    assert all(isinstance(c.arguments, dict) for c in parsed.calls)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=8),
+        st.recursive(
+            st.none()
+            | st.booleans()
+            | st.integers()
+            | st.floats(allow_nan=False, allow_infinity=False)
+            | st.text(max_size=8),
+            lambda children: (
+                st.lists(children, max_size=3)
+                | st.dictionaries(st.text(max_size=5), children, max_size=3)
+            ),
+            max_leaves=8,
+        ),
+        max_size=4,
+    )
+)
+def test_round_trips_any_json_arguments(arguments: dict) -> None:
+    body = json.dumps({"name": "tool", "arguments": arguments})
+    parsed = parse_turn(text(f"<tool_call>{body}</tool_call>"))
+    assert [(c.name, c.arguments) for c in parsed.calls] == [("tool", arguments)]

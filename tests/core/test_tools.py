@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Annotated, Literal
+
+import pytest
+from pydantic import Field
+
+from agentharness.core import Instance, ToolError, ToolResult, World, tool
+
+
+def _instance() -> Instance:
+    return Instance(task="t-v1", seed=0, difficulty="easy", config={}, public={}, hidden={})
+
+
+class Lab(World):
+    @tool
+    def measure(
+        self,
+        values: Annotated[list[float], Field(min_length=1, max_length=4)],
+        mode: Literal["mean", "max"] = "mean",
+    ) -> dict[str, float]:
+        """Summarize some numbers.
+
+        Args:
+            values: the numbers, one to four of them.
+            mode: how to summarize
+                them (continued line).
+        """
+        return {"result": max(values) if mode == "max" else sum(values) / len(values)}
+
+    @tool
+    def explode(self) -> str:
+        """Always fails."""
+        raise RuntimeError("boom")
+
+    @tool
+    def refuse(self, x: int) -> str:
+        """Refuses with a fixable message.
+
+        Args:
+            x: anything.
+        """
+        raise ToolError("x must be even; try 2")
+
+    @tool(timeout_s=0.2)
+    def slow(self) -> str:
+        """Sleeps too long."""
+        time.sleep(1.0)
+        return "late"
+
+    @tool(final=True)
+    def submit(self, answer: int) -> ToolResult:
+        """Submit.
+
+        Args:
+            answer: the answer.
+        """
+        return ToolResult(text="ok", step_reward=0.5, metrics={"a": 1.0})
+
+
+def test_schema_from_signature_and_docstring() -> None:
+    schemas = {s["function"]["name"]: s["function"] for s in Lab.tool_schemas()}
+    measure = schemas["measure"]
+    assert measure["description"] == "Summarize some numbers."
+    props = measure["parameters"]["properties"]
+    assert props["values"]["description"] == "the numbers, one to four of them."
+    assert props["values"]["maxItems"] == 4 and props["values"]["items"]["type"] == "number"
+    assert props["mode"]["enum"] == ["mean", "max"]
+    assert props["mode"]["description"] == "how to summarize them (continued line)."
+    assert measure["parameters"]["required"] == ["values"]
+    assert measure["parameters"]["additionalProperties"] is False
+    assert "title" not in str(measure["parameters"])
+
+
+def test_valid_call_returns_json() -> None:
+    r = Lab(_instance()).execute("measure", {"values": [1, 2, 6], "mode": "max"})
+    assert not r.is_error and r.text == '{"result": 6.0}'
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        ({}, "values: Field required"),
+        ({"values": []}, "values"),
+        ({"values": [1, 2, 3, 4, 5]}, "at most 4"),
+        ({"values": ["a"]}, "values.0"),
+        ({"values": [float("nan")]}, "finite"),
+        ({"values": [1], "mode": "median"}, "mode"),
+        ({"values": [1], "extra": 1}, "extra: unexpected argument"),
+        ("{not json", "not valid JSON"),
+        ("[1]", "must be a JSON object"),
+    ],
+)
+def test_bad_arguments_are_error_messages(args: object, fragment: str) -> None:
+    r = Lab(_instance()).execute("measure", args)  # type: ignore[arg-type]
+    assert r.is_error and r.text.startswith("Error:") and fragment in r.text
+
+
+def test_unknown_tool_lists_available() -> None:
+    r = Lab(_instance()).execute("nope", {})
+    assert r.is_error and "measure" in r.text and "submit" in r.text
+
+
+def test_exceptions_become_messages() -> None:
+    world = Lab(_instance())
+    assert world.execute("explode", {}).text == "Error: RuntimeError: boom"
+    assert world.execute("refuse", {"x": 1}).text == "Error: x must be even; try 2"
+
+
+def test_timeout_sync_and_async() -> None:
+    world = Lab(_instance())
+    assert "timed out after 0.2 s" in world.execute("slow", {}).text
+    assert "timed out" in asyncio.run(Lab(_instance()).aexecute("slow", {})).text
+
+
+def test_final_tool_records_answer_and_ends() -> None:
+    world = Lab(_instance())
+    r = world.execute("submit", {"answer": "7"})  # lax: numeric string accepted
+    assert r.done and r.end_reason == "answered" and r.step_reward == 0.5
+    assert world.final_answer == {"answer": 7}
+
+
+def test_failed_final_call_records_nothing() -> None:
+    world = Lab(_instance())
+    r = world.execute("submit", {"answer": "seven"})
+    assert r.is_error and not r.done and world.final_answer is None
+
+
+def test_tool_named_like_world_attribute_is_rejected() -> None:
+    class Bad(World):
+        @tool
+        def execute(self) -> str:  # type: ignore[override]
+            """Shadows the executor."""
+            return ""
+
+    with pytest.raises(TypeError, match="World attribute"):
+        Bad.tool_specs()

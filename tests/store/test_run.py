@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+from agentharness import make
+from agentharness.agents.scripted import ExpertAgent
+from agentharness.core.messages import Message, ToolCall
+from agentharness.rollout.runner import run_one
+from agentharness.store import CorruptLineWarning, EpisodeRecord, RunDir, RunDirError, Timings
+
+
+def _record(seed: int = 1, with_image: bool = False) -> EpisodeRecord:
+    ep = make("guess").reset(seed=seed)
+    if with_image:
+        ep.step(Message(role="assistant", tool_calls=[ToolCall.make("p", "picture", {})]))
+    inst = ep.instance
+    finished, timings = asyncio.run(run_one(inst, ExpertAgent().policy(inst)))
+    if with_image:
+        finished.messages[2:2] = ep.messages[2:]
+    return EpisodeRecord.from_episode(finished, agent="expert", sample=0, timings=timings)
+
+
+def test_round_trip_with_images(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    run.create({"command": "test"})
+    record = _record(with_image=True)
+    run.append(record)
+    line = run.episodes_path.read_text()
+    assert "data:image/png" not in line and "file:images/" in line
+    assert len(list((tmp_path / "run" / "images").iterdir())) == 1
+    (back,) = run.episodes(resolve_images=True)
+    assert back == record
+    (stored,) = run.episodes()
+    part = stored.messages[4].images[0]
+    assert run.image_path(part).read_bytes().startswith(b"\x89PNG")
+
+
+def test_truncated_last_line_is_skipped_then_repaired(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    run.create({})
+    run.append(_record(1))
+    run.append(_record(2))
+    data = run.episodes_path.read_bytes()
+    run.episodes_path.write_bytes(data[: len(data) - 40])  # crash mid-write
+    with pytest.warns(CorruptLineWarning, match="corrupt or truncated"):
+        records = list(run.episodes())
+    assert [r.seed for r in records] == [1]
+    with pytest.warns(CorruptLineWarning, match="truncated last line"):
+        run.create({})  # resume repairs the tail
+    run.append(_record(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [r.seed for r in run.episodes()] == [1, 3]
+    assert len(json.loads(run.path.joinpath("run.json").read_text())["invocations"]) == 2
+
+
+def test_foreign_and_missing_directories(tmp_path: Path) -> None:
+    with pytest.raises(RunDirError, match="does not exist"):
+        list(RunDir(tmp_path / "nope").episodes())
+    with pytest.raises(RunDirError, match="not a run directory"):
+        list(RunDir(tmp_path).episodes())
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(RunDirError, match="not a directory"):
+        list(RunDir(f).episodes())
+
+
+def test_newer_schema_is_rejected_and_junk_lines_skipped(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    run.create({})
+    record = _record()
+    data = record.model_dump(mode="json")
+    with open(run.episodes_path, "a") as f:
+        f.write(json.dumps({"hello": "world"}) + "\n")
+    with pytest.warns(CorruptLineWarning, match="not an episode record"):
+        assert list(run.episodes()) == []
+    with open(run.episodes_path, "a") as f:
+        f.write(json.dumps({**data, "schema_version": 99}) + "\n")
+    with pytest.raises(RunDirError, match="upgrade"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        list(run.episodes())
+
+
+def test_timings_and_ids() -> None:
+    record = _record()
+    assert record.episode_id.endswith("#0@expert")
+    assert isinstance(record.timings, Timings) and record.timings.wall_s >= 0

@@ -1,0 +1,423 @@
+"""Edge cases of the escape_room task: generator, simulator, tools, reward, expert."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from agentharness.agents.scripted import random_tool_turn
+from agentharness.core.episode import Episode
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.task import TaskConfigError
+from agentharness.tasks.escape_room import TASK
+from agentharness.tasks.escape_room.config import EscapeRoomConfig
+from agentharness.tasks.escape_room.generator import EscapeRoomGenerator
+from agentharness.tasks.escape_room.reward import efficiency
+from agentharness.tasks.escape_room.simulator import (
+    EscapeRoom,
+    SimError,
+    plan_next,
+    solve,
+    verify_solution,
+)
+from agentharness.tasks.escape_room.tools import EscapeRoomWorld
+
+DIFFS = ("easy", "medium", "hard")
+
+
+def episode(inst: Instance) -> Episode:
+    return Episode(spec=TASK, instance=inst, budgets=TASK.interaction.budgets)
+
+
+def call(name: str, args: dict[str, Any] | str, cid: str = "c1") -> Message:
+    return assistant(tool_calls=[ToolCall.make(cid, name, args)])
+
+
+def play(ep: Episode, actions: list[dict[str, Any]]) -> None:
+    for n, a in enumerate(actions):
+        if ep.done:
+            break
+        ep.step(call(a["tool"], a["args"], f"s{n}"))
+
+
+def run_expert(inst: Instance, noise: float = 0.0, seed: int = 0) -> Episode:
+    ep = episode(inst)
+    expert = TASK.expert(inst)
+    rng = random.Random(seed)
+    n = 0
+    while not ep.done:
+        n += 1
+        if rng.random() < noise:
+            ep.step(random_tool_turn(rng, ep.tools, n))
+        else:
+            ep.step(expert.next_turn(ep.messages))
+    return ep
+
+
+def fixture_named(inst: Instance, name: str) -> dict[str, Any]:
+    return next(f for f in inst.hidden["world"]["fixtures"] if f["name"] == name)
+
+
+# -- generator ---------------------------------------------------------------------------
+def test_generation_is_deterministic_and_seed_dependent() -> None:
+    for d in DIFFS:
+        a, b = TASK.instance(5, d), TASK.instance(5, d)
+        assert a == b
+        assert [m.model_dump() for m in TASK.generator.prompt(a)] == [
+            m.model_dump() for m in TASK.generator.prompt(b)
+        ]
+        assert TASK.instance(6, d).hidden != a.hidden
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_hidden_solution_verifies_and_is_par(difficulty: str) -> None:
+    for seed in range(15):
+        inst = TASK.instance(seed, difficulty)
+        h = inst.hidden
+        assert verify_solution(h["world"], h["solution"]) is None
+        assert len(h["solution"]) == h["par"] == inst.public["par"]
+        # The planner from the start reproduces the stored solution.
+        assert solve(h["world"], h["goals"]) == h["solution"]
+        prompt = " ".join(m.text for m in TASK.generator.prompt(inst))
+        assert h["exit_code"] not in prompt
+        assert str(inst.public["max_actions"]) in prompt and str(h["par"]) in prompt
+
+
+def test_difficulty_scales_the_house() -> None:
+    def mean_par(d: str) -> float:
+        return sum(TASK.instance(s, d).hidden["par"] for s in range(8)) / 8
+
+    assert mean_par("easy") < mean_par("medium") < mean_par("hard")
+    hard = TASK.instance(0, "hard").hidden["world"]
+    assert len(hard["rooms"]) == 8 and len(hard["exit_code"]) == 6
+    assert sum(d["key"] is not None for d in hard["doors"]) == 3
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"n_rooms": 2, "chain_length": 1, "code_length": 3, "locked_doors": 0, "n_distractors": 0},
+        {
+            "n_rooms": 12,
+            "chain_length": 8,
+            "code_length": 3,
+            "locked_doors": 11,
+            "n_distractors": 12,
+        },
+        {
+            "n_rooms": 12,
+            "chain_length": 8,
+            "code_length": 8,
+            "locked_doors": 6,
+            "n_distractors": 12,
+        },
+    ],
+)
+def test_extreme_knobs_still_solvable(knobs: dict[str, Any]) -> None:
+    for seed in range(4):
+        inst = TASK.instance(seed, "medium", **knobs)
+        h = inst.hidden
+        assert verify_solution(h["world"], h["solution"]) is None
+        assert run_expert(inst).reward().total == 1.0
+
+
+def test_bad_knobs_are_rejected() -> None:
+    with pytest.raises(TaskConfigError, match="locked_doors"):
+        TASK.make_config("easy", n_rooms=3, locked_doors=3)
+    with pytest.raises(TaskConfigError):
+        TASK.make_config("easy", code_length=2)
+    with pytest.raises(TaskConfigError):
+        TASK.make_config("easy", no_such_knob=1)
+
+
+def test_every_clue_digit_is_needed() -> None:
+    inst = TASK.instance(3, "hard")
+    h = inst.hidden
+    facts = [tuple(f) for x in [*h["world"]["items"], *h["world"]["fixtures"]] for f in x["facts"]]
+    digits = {f[1] for f in facts if f[0] == "digit"}
+    assert digits == set(range(1, len(h["exit_code"]) + 1))
+    # Skipping the last clue read leaves the code incomplete: verification refuses it.
+    sol = h["solution"]
+    last_read = max(i for i, a in enumerate(sol) if a["tool"] in ("read", "inspect"))
+    assert verify_solution(h["world"], sol[:last_read] + sol[last_read + 1 :]) is not None
+
+
+def test_verification_rejects_a_broken_world() -> None:
+    inst = TASK.instance(1, "medium")
+    world = dict(inst.hidden["world"])
+    world["exit_code"] = "0" * len(world["exit_code"])  # the clues now disagree with the lock
+    assert verify_solution(world, inst.hidden["solution"]) is not None
+
+
+def test_generator_redraws_and_fails_loudly() -> None:
+    class Never(EscapeRoomGenerator):
+        max_attempts = 0
+
+    with pytest.raises(RuntimeError, match="could not build"):
+        Never().generate(EscapeRoomConfig(), 0)
+
+
+# -- simulator and tool feedback -----------------------------------------------------------
+def test_locked_door_wrong_key_and_unlock() -> None:
+    inst = TASK.instance(4, "hard")
+    w = EscapeRoomWorld(inst)
+    assert "locked" in w.execute("go", {"direction": "east"}).text
+    assert not w.execute("take", {"item": "tiny key"}).is_error
+    r = w.execute("use", {"item": "tiny key", "target": "east door"})
+    assert not r.is_error and "does not fit" in r.text
+    r = w.execute("use", {"item": "seashell", "target": "east door"})
+    assert r.is_error and "take it first" in r.text
+    w.execute("go", {"direction": "north"})
+    w.execute("take", {"item": "glass key"})
+    w.execute("go", {"direction": "south"})
+    assert "unlock" in w.execute("use", {"item": "glass key", "target": "east door"}).text
+    assert "Gallery" in w.execute("go", {"direction": "east"}).text
+
+
+def test_hidden_items_and_writing_are_revealed_by_inspect() -> None:
+    inst = TASK.instance(4, "hard")
+    sim = EscapeRoom(inst.hidden["world"])
+    assert "(something is written on it)" in sim.look()
+    text = sim.inspect("piano")
+    assert "1st digit of the exit code is 4" in text
+    assert ("digit", 1, "4") in sim.known
+    assert "(something is written on it)" not in sim.look()
+    # The pantry tapestry hides a key that only inspecting reveals.
+    for step in ("north",):
+        sim.go(step)
+    sim.take("glass key")
+    sim.go("south")
+    sim.use("glass key", "east door")
+    sim.go("east")
+    sim.go("east")
+    with pytest.raises(SimError):
+        sim.take("crystal key")
+    assert "crystal key" in sim.inspect("tapestry")
+    assert sim.take("crystal key") == "You take the crystal key."
+
+
+def test_keypad_feedback() -> None:
+    inst = TASK.instance(4, "hard")
+    sim = EscapeRoom(inst.hidden["world"])
+    with pytest.raises(SimError, match="no exit door"):
+        sim.enter_code("416683")
+    sim.go("north")
+    sim.take("glass key")
+    sim.go("south")
+    sim.use("glass key", "east door")
+    sim.go("east")
+    sim.go("east")
+    with pytest.raises(SimError, match="exactly 6 digits"):
+        sim.enter_code("123")
+    with pytest.raises(SimError, match="digits only"):
+        sim.enter_code("12a456")
+    assert "wrong code" in sim.enter_code("000000")
+    assert "wrong code" in sim.enter_code("999", "bronze safe")
+    assert "matchbook" in sim.enter_code("7-3-0", "bronze safe")
+    assert "keypad, not a keyhole" in sim.use("glass key", "bronze safe")
+    assert not sim.escaped
+    assert "escaped" in sim.enter_code("4166 83")
+    assert sim.escaped
+
+
+def test_numeric_code_argument_is_accepted_and_replayed() -> None:
+    inst = TASK.instance(4, "hard")
+    ep = episode(inst)
+    sol = inst.hidden["solution"]
+    play(ep, sol[:-1])
+    ep.step(call("enter_code", {"code": int(inst.hidden["exit_code"])}, "num"))
+    assert ep.end_reason == "answered" and ep.reward().total == 1.0
+    assert (
+        TASK.world.tool_schemas()[0]["function"]["parameters"]["properties"]["code"]["type"]
+        == "string"
+    )
+
+
+def test_ambiguous_and_unknown_names() -> None:
+    inst = TASK.instance(4, "hard")
+    sim = EscapeRoom(inst.hidden["world"])
+    sim.go("north")
+    sim.take("key")  # the only key in view here
+    sim.go("south")
+    with pytest.raises(SimError, match="could mean several"):
+        sim.inspect("key")  # tiny key on the floor and the glass key carried
+    with pytest.raises(SimError, match="you see no 'sofa'"):
+        sim.inspect("sofa")
+    with pytest.raises(SimError, match="going up"):
+        sim.go("up")
+    assert "fixed in place" in sim.take("the Piano")
+
+
+def test_failed_actions_do_not_change_state() -> None:
+    inst = TASK.instance(2, "medium")
+    sim = EscapeRoom(inst.hidden["world"])
+
+    def snapshot() -> tuple[Any, ...]:
+        return (sim.room, dict(sim.location), dict(sim.door_locked), dict(sim.fixture_locked),
+                set(sim.examined), set(sim.known), sim.escaped)  # fmt: skip
+
+    rng = random.Random(0)
+    failures = 0
+    for _ in range(400):
+        tool = rng.choice(["take", "read", "inspect", "use", "enter_code", "go"])
+        word = rng.choice(["zzz", "", "up", "123", "door", "exit", "north", "key", "copper key"])
+        args = {
+            "take": {"item": word},
+            "read": {"item": word},
+            "inspect": {"target": word},
+            "use": {"item": rng.choice(["copper key", "nothing"]), "target": word},
+            "enter_code": {"code": word},
+            "go": {"direction": rng.choice(["sideways", "north", "south", "up"])},
+        }[tool]
+        before = snapshot()
+        try:
+            sim.apply(tool, args)
+        except SimError:
+            failures += 1
+            assert snapshot() == before, (tool, args)
+    assert failures > 100
+
+
+# -- tools, episode, budgets ------------------------------------------------------------
+def test_bad_inputs_are_errors_and_the_episode_continues() -> None:
+    inst = TASK.instance(0, "easy")
+    ep = episode(inst)
+    bad: list[tuple[str, dict[str, Any] | str]] = [
+        ("take", {}),
+        ("take", {"item": 7}),
+        ("take", {"item": "x" * 500}),
+        ("go", {"direction": "northwest"}),
+        ("enter_code", {"code": float("nan")}),
+        ("enter_code", {"code": "1" * 40}),
+        ("enter_code", {"code": "12", "extra": 1}),
+        ("use", {"item": "key"}),
+        ("look", "not json"),
+        ("inspect", {"target": ""}),
+    ]
+    for i, (name, args) in enumerate(bad):
+        obs = ep.step(call(name, args, f"b{i}"))
+        assert not obs.done
+        text = obs.messages[0].text
+        assert text.startswith(("Error:", "Format error:")), (name, text)
+    obs = ep.step(call("look", {}, "ok"))
+    assert "==" in obs.messages[0].text and not obs.done
+
+
+def test_wrong_exit_code_keeps_playing_and_right_one_ends() -> None:
+    inst = TASK.instance(0, "easy")
+    ep = episode(inst)
+    sol = inst.hidden["solution"]
+    play(ep, sol[:-1])
+    obs = ep.step(call("enter_code", {"code": "0" * len(inst.hidden["exit_code"])}, "w"))
+    assert "wrong code" in obs.messages[0].text and not obs.done
+    obs = ep.step(call(sol[-1]["tool"], sol[-1]["args"], "r"))
+    assert obs.done and ep.end_reason == "answered"
+    assert ep.world.final_answer is not None
+
+
+def test_action_limit_ends_the_episode() -> None:
+    inst = TASK.instance(0, "easy", action_limit_factor=1.5)
+    limit = inst.public["max_actions"]
+    ep = episode(inst)
+    for i in range(limit):
+        obs = ep.step(call("look", {}, f"l{i}"))
+    assert obs.done and ep.end_reason == "max_tool_calls"
+    assert "Time is up" in obs.messages[0].text
+    assert ep.reward().total == 0.0
+
+
+def test_nudge_reports_progress() -> None:
+    inst = TASK.instance(0, "medium")
+    ep = episode(inst)
+    obs = ep.step(assistant("I think the code is 1234."))
+    text = obs.messages[0].text
+    assert "did not call a tool" in text and "enter_code" in text
+    assert inst.public["start_room"] in text
+
+
+# -- reward ------------------------------------------------------------------------------
+def test_efficiency_curve() -> None:
+    assert efficiency(10, 10) == 1.0
+    assert efficiency(5, 10) == 1.0
+    assert efficiency(20, 10) == pytest.approx(0.5)
+    assert efficiency(30, 10) == 0.0
+    assert efficiency(100, 10) == 0.0
+
+
+def test_reward_par_partial_and_zero() -> None:
+    inst = TASK.instance(2, "medium")
+    par = inst.hidden["par"]
+    ep = episode(inst)
+    play(ep, inst.hidden["solution"])
+    r = ep.reward()
+    assert r.success and r.total == 1.0 and r.component("efficiency") == 1.0
+
+    ep = episode(inst)
+    for i in range(par // 2):
+        ep.step(call("look", {}, f"x{i}"))
+    play(ep, inst.hidden["solution"])
+    r = ep.reward()
+    assert r.success and 0.6 < r.total < 1.0
+    assert r.component("efficiency") == pytest.approx(efficiency(par + par // 2, par))
+
+    ep = episode(inst)
+    play(ep, inst.hidden["solution"][:-1])
+    r = ep.reward()
+    assert not r.success and r.total == 0.0
+    assert r.component("progress") == 1.0  # every digit was read, the code never entered
+
+
+def test_reward_replays_instead_of_trusting_the_world() -> None:
+    inst = TASK.instance(2, "medium")
+    ep = episode(inst)
+    ep.step(call("look", {}, "a"))
+    assert isinstance(ep.world, EscapeRoomWorld)
+    ep.world.sim.escaped = True  # a tampered flag is not an escape
+    ep.world.final_answer = {"escaped": True}
+    assert ep.reward().total == 0.0
+
+
+# -- expert ------------------------------------------------------------------------------
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_expert_solves_at_par(difficulty: str) -> None:
+    for seed in range(3):
+        inst = TASK.instance(seed, difficulty)
+        ep = run_expert(inst)
+        r = ep.reward()
+        assert ep.end_reason == "answered"
+        assert r.total >= TASK.solved_threshold
+        assert len(ep.tool_calls) == inst.hidden["par"]
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_expert_survives_random_interleaved_actions(difficulty: str) -> None:
+    for seed in range(4):
+        ep = run_expert(TASK.instance(seed, difficulty), noise=0.3, seed=seed)
+        assert ep.end_reason == "answered", ep.end_reason
+        assert ep.reward().success
+
+
+def test_expert_replans_after_being_moved() -> None:
+    inst = TASK.instance(4, "hard")
+    sim = EscapeRoom(inst.hidden["world"])
+    goals = inst.hidden["goals"]
+    sim.go("west")  # a detour the plan did not ask for
+    step = plan_next(sim, goals)
+    assert step is not None and step == ("go", {"direction": "east"})
+
+
+def test_expert_reads_text_written_tool_calls() -> None:
+    inst = TASK.instance(1, "easy")
+    ep = episode(inst)
+    expert = TASK.expert(inst)
+    first = inst.hidden["solution"][0]
+    payload = json.dumps({"name": first["tool"], "arguments": first["args"]})
+    ep.step(f"Let me start.\n<tool_call>{payload}</tool_call>")
+    assert not ep.messages[-1].text.startswith("Error")
+    while not ep.done:
+        ep.step(expert.next_turn(ep.messages))
+    assert ep.reward().total == 1.0

@@ -1,0 +1,341 @@
+"""Edge cases of the harmony task: generation, checker, tools, reward and expert."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from agentharness.agents.scripted import ExpertAgent, NoisyAgent
+from agentharness.core.episode import Episode
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.registry import episode_for, get_task
+from agentharness.core.task import TaskConfigError
+from agentharness.rollout.runner import run_one
+from agentharness.tasks.harmony import simulator
+from agentharness.tasks.harmony.simulator import VOICES, ChordInfo
+
+SPEC = get_task("harmony")
+
+
+def _instance(seed: int = 0, difficulty: str = "easy", **knobs: object) -> Instance:
+    return SPEC.instance(seed, difficulty, **knobs)
+
+
+def _chords(inst: Instance) -> list[ChordInfo]:
+    return [ChordInfo.from_public(c) for c in inst.public["chords"]]
+
+
+def _call(name: str, voices: object, n: int = 1) -> Message:
+    return assistant(tool_calls=[ToolCall.make(f"t{n}", name, {"voices": voices})])
+
+
+def _submit(inst: Instance, voices: object) -> Episode:
+    ep = episode_for(inst)
+    obs = ep.step(_call("submit_voices", voices))
+    assert obs.done and ep.end_reason == "answered", obs.messages[0].text
+    return ep
+
+
+def _names(real: list[simulator.Voicing], chords: list[ChordInfo]) -> dict[str, list[str]]:
+    return {
+        v: [simulator.spell(x[k], c.tones) for x, c in zip(real, chords, strict=True)]
+        for k, v in enumerate(VOICES)
+    }
+
+
+# -- generation ---------------------------------------------------------------------
+
+
+def test_same_seed_same_instance_and_prompt() -> None:
+    a, b = _instance(5, "medium"), _instance(5, "medium")
+    assert a == b
+    pa = [m.model_dump() for m in SPEC.generator.prompt(a)]
+    pb = [m.model_dump() for m in SPEC.generator.prompt(b)]
+    assert pa == pb
+    assert _instance(6, "medium").public != a.public
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_hidden_solution_is_valid_and_injections_are_detected(difficulty: str) -> None:
+    for seed in range(4):
+        inst = _instance(seed, difficulty)
+        cfg = SPEC.config_of(inst)
+        chords = _chords(inst)
+        solution = simulator.to_realization(inst.hidden["solution_midi"])
+        given = simulator.to_realization(inst.hidden["given_midi"])
+        # the stored names spell the stored MIDI numbers
+        for k, v in enumerate(VOICES):
+            assert [simulator.parse_pitch(x) for x in inst.hidden["solution"][v]] == [
+                s[k] for s in solution
+            ]
+            assert [simulator.parse_pitch(x) for x in inst.public["given"][v]] == [
+                g[k] for g in given
+            ]
+        assert simulator.fault_count(solution, chords) == (0, 0)
+        changed = simulator.changed_notes(given, solution)
+        assert len(changed) == cfg.n_errors == inst.public["n_altered"]  # type: ignore[attr-defined]
+        assert len({i for i, _ in changed}) == len(changed)  # one altered note per chord
+        names = [[str(x) for x in v] for v in given]
+        report = simulator.check(given, chords, names)
+        assert report.parallels, "the first injected error is always a parallel"
+        for inj in inst.hidden["injected"]:
+            kinds = simulator.INJECT_KINDS[inj["error_type"]]
+            assert any(
+                x.kind in kinds and inj["voice"] in x.voices
+                and x.chord in (inj["chord"] - 1, inj["chord"])
+                for x in report.issues
+            ), inj
+
+
+def test_progressions_follow_the_config() -> None:
+    for seed in range(6):
+        easy = _instance(seed, "easy")
+        figs = [c["figure"] for c in easy.public["chords"]]
+        assert figs[0] == "I" and figs[-2:] == ["V", "I"]
+        assert not any("6" in f for f in figs)
+        assert easy.public["key"] in ("C", "G", "F")
+        hard = _instance(seed, "hard", n_chords=12)
+        hfigs = [c["figure"] for c in hard.public["chords"]]
+        assert len(hfigs) == 12 and hfigs[-2] == "V" and hfigs[-1] in ("I", "i")
+
+
+def test_bad_knobs_are_rejected() -> None:
+    with pytest.raises(TaskConfigError):
+        SPEC.make_config("easy", n_errors=4)  # 4 chords hold at most 3 altered notes
+    with pytest.raises(TaskConfigError):
+        SPEC.make_config("easy", error_types=("melody",))
+    with pytest.raises(TaskConfigError):
+        SPEC.make_config("easy", n_chords=40)
+
+
+def test_knob_without_parallels_injects_only_that_kind() -> None:
+    inst = _instance(3, "medium", error_types=("range",))
+    assert {x["error_type"] for x in inst.hidden["injected"]} == {"range"}
+
+
+# -- simulator ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "midi"),
+    [("C4", 60), ("c4", 60), ("F#4", 66), ("Bb3", 58), ("B-3", 58), ("bb3", 58), ("Cb4", 59),
+     ("B#3", 60), ("E##4", 66), ("Fx4", 67), ("A♭2", 44), (" G5 ", 79)],
+)  # fmt: skip
+def test_parse_pitch_accepts_spellings(text: str, midi: int) -> None:
+    assert simulator.parse_pitch(text) == midi
+
+
+@pytest.mark.parametrize("text", ["H4", "C", "F#", "C10", "C-1x", "4C", "Do4", "", "C#b4"])
+def test_parse_pitch_rejects_garbage(text: str) -> None:
+    with pytest.raises(simulator.PitchError, match="pitch name"):
+        simulator.parse_pitch(text)
+
+
+def test_chord_info_uses_harmonic_minor() -> None:
+    v = simulator.chord_info("V", "a")
+    assert v.tones == ("E", "G#", "B") and v.bass_pc == 4
+    vii = simulator.chord_info("viio6", "B-")
+    assert vii.tones == ("A", "C", "Eb") and vii.bass_name == "C"
+
+
+def test_checker_finds_each_kind() -> None:
+    c = simulator.chord_info("I", "C")
+    g = simulator.chord_info("V", "C")
+    good = (72, 67, 64, 48)  # C5 G4 E4 C3
+    assert simulator.local_faults(good, c) == []
+    kinds = {f[0] for f in simulator.local_faults((64, 67, 60, 48), c)}
+    assert "voice_crossing" in kinds
+    assert {f[0] for f in simulator.local_faults((84, 67, 60, 48), c)} >= {"out_of_range"}
+    assert {f[0] for f in simulator.local_faults((79, 64, 48, 48), c)} == {"spacing"}
+    assert {f[0] for f in simulator.local_faults((72, 65, 64, 48), c)} == {"non_chord_tone"}
+    assert {f[0] for f in simulator.local_faults((72, 67, 64, 52), c)} == {"wrong_bass"}
+    assert {f[0] for f in simulator.local_faults((72, 67, 60, 48), c)} == {"incomplete_chord"}
+    # C5/C3 -> D5/D3 (V has D): parallel octaves; E4 -> B3, G4 -> G4
+    par = simulator.transition_faults(good, (74, 67, 59, 50))
+    assert ("parallel_octaves", 0, 3) in par
+    fifths = simulator.transition_faults((67, 64, 60, 48), (74, 67, 59, 55))
+    assert ("parallel_fifths", 0, 3) in fifths  # G4/C3 -> D5/G3, compound fifths
+    assert ("large_leap", 0, 0) in simulator.transition_faults(good, (86, 67, 62, 55))
+    assert ("large_leap", 0, 0) in simulator.transition_faults(good, (83, 67, 62, 55))  # 7th
+    assert ("wide_leap", 0, 0) in simulator.transition_faults(good, (81, 67, 62, 55))
+    # a voice that holds its note never makes parallels
+    held = simulator.transition_faults(good, (72, 67, 67, 55))
+    assert not [f for f in held if "parallel" in f[0]]
+    assert g.figure == "V"
+
+
+def test_transition_clean_agrees_with_faults() -> None:
+    rng = random.Random(0)
+    for _ in range(3000):
+        a = tuple(rng.randint(40, 80) for _ in range(4))
+        b = tuple(x + rng.randint(-14, 14) for x in a)
+        assert simulator.transition_clean(a, b) == (not simulator.transition_faults(a, b))  # type: ignore[arg-type]
+
+
+def test_repair_changes_no_more_than_injected() -> None:
+    for seed in range(5):
+        inst = _instance(seed, "hard")
+        chords = _chords(inst)
+        given = simulator.to_realization(inst.hidden["given_midi"])
+        fixed = simulator.repair(given, chords)
+        assert fixed is not None
+        assert simulator.fault_count(fixed, chords) == (0, 0)
+        assert len(simulator.changed_notes(given, fixed)) <= inst.public["n_altered"]
+
+
+# -- tools --------------------------------------------------------------------------
+
+
+def test_check_reports_positions_and_counts() -> None:
+    inst = _instance(1, "medium")
+    ep = episode_for(inst)
+    obs = ep.step(_call("check_harmony", inst.public["given"]))
+    text = obs.messages[0].text
+    assert not obs.done
+    assert "error(s)" in text and "parallel" in text and "chord" in text
+    assert "Notes changed from the given voices: 0" in text
+    assert "a submission with any scores 0" in text
+    obs = ep.step(_call("check_harmony", inst.hidden["solution"], 2))
+    text = obs.messages[0].text
+    assert "0 error(s), 0 warning(s)" in text and "No errors" in text
+    assert f"Notes changed from the given voices: {inst.public['n_altered']}" in text
+
+
+def test_check_names_non_chord_tone() -> None:
+    inst = _instance(0, "easy")
+    voices = {v: list(x) for v, x in inst.hidden["solution"].items()}
+    first = ChordInfo.from_public(inst.public["chords"][0])
+    assert 1 not in first.pcs  # chord 1 is I of C, G or F major: C# is foreign to it
+    voices["soprano"][0] = "C#5"
+    text = episode_for(inst).step(_call("check_harmony", voices)).messages[0].text
+    assert "chord 1" in text and "not a tone of" in text
+
+
+@pytest.mark.parametrize(
+    ("voices", "needle"),
+    [
+        ({"soprano": ["C4"], "alto": ["C4"], "tenor": ["C4"], "bass": ["C3"]}, "has 1 note"),
+        ("bad-pitch", "soprano note 2 (chord 2)"),
+        ({"soprano": ["C4"] * 4, "alto": ["C4"] * 4, "tenor": ["C4"] * 4}, "bass"),
+        ({"soprano": ["C4"] * 40, "alto": ["C4"], "tenor": ["C4"], "bass": ["C3"]}, "soprano"),
+        ({"soprano": [1, 2, 3, 4], "alto": ["C4"] * 4, "tenor": ["C4"] * 4, "bass": ["C3"] * 4},
+         "soprano"),
+        ({"soprano": ["C4"] * 4, "alto": ["C4"] * 4, "tenor": ["C4"] * 4, "bass": ["C3"] * 4,
+          "piano": ["C1"] * 4}, "piano"),
+        (["C4", "E4"], "voices"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_an_error_and_episode_continues(voices: object, needle: str) -> None:
+    inst = _instance(0, "easy")
+    if voices == "bad-pitch":
+        voices = {v: list(x) for v, x in inst.public["given"].items()}
+        voices["soprano"][1] = "H4"
+    for name in ("check_harmony", "submit_voices"):
+        ep = episode_for(inst)
+        obs = ep.step(_call(name, voices))
+        assert not obs.done
+        assert ep.tool_calls[-1].is_error
+        assert needle in obs.messages[0].text
+        assert ep.world.final_answer is None
+
+
+def test_nan_and_missing_arguments_are_errors() -> None:
+    inst = _instance(0, "easy")
+    ep = episode_for(inst)
+    for args in ({}, {"voices": float("nan")}, '{"voices": NaN}', {"voices": None}):
+        ep.step(assistant(tool_calls=[ToolCall.make("x", "check_harmony", args)]))
+        assert ep.tool_calls[-1].is_error
+    assert not ep.done
+
+
+# -- reward -------------------------------------------------------------------------
+
+
+def test_no_answer_scores_zero() -> None:
+    ep = episode_for(_instance(0, "easy"))
+    ep.finish("max_turns")
+    r = ep.reward()
+    assert r.total == 0.0 and not r.success
+
+
+def test_submitting_the_given_voices_scores_zero() -> None:
+    inst = _instance(2, "medium")
+    r = _submit(inst, inst.public["given"]).reward()
+    assert r.total == 0.0 and r.component("no_parallels") == 0.0
+
+
+def test_hidden_solution_scores_full_even_respelled() -> None:
+    inst = _instance(2, "hard")
+    r = _submit(inst, inst.hidden["solution"]).reward()
+    assert r.total == pytest.approx(1.0) and r.success
+    # enharmonic respelling is not a change
+    from music21 import pitch
+
+    def enharmonic(name: str) -> str:
+        other = pitch.Pitch(name.replace("b", "-")).getEnharmonic()
+        assert other is not None
+        return str(other.nameWithOctave)
+
+    respelled = {v: [enharmonic(x) for x in line] for v, line in inst.hidden["solution"].items()}
+    assert respelled != inst.hidden["solution"]
+    r2 = _submit(inst, respelled).reward()
+    assert r2.total == pytest.approx(1.0)
+
+
+def test_partial_credit_for_remaining_errors_and_extra_changes() -> None:
+    inst = _instance(0, "medium")
+    chords = _chords(inst)
+    sol = simulator.to_realization(inst.hidden["solution_midi"])
+    # an out-of-range bass an octave down at the last chord: no parallel, one error or two
+    bad = list(sol)
+    s, a, t, b = bad[-1]
+    bad[-1] = (s, a, t, b - 12 if b - 12 < 40 else b + 12)
+    r = _submit(inst, _names(bad, chords)).reward()
+    assert r.component("no_parallels") == 1.0
+    assert 0.0 < r.total < 1.0 and not r.success
+    # a different valid realization changes many more notes than were altered
+    other = None
+    for k in range(20):
+        other = simulator.realize(chords, (simulator.tonic_pc(inst.public["key"]) + 11) % 12,
+                                  random.Random(k), beam=8)
+        if other and len(simulator.changed_notes(sol, other)) > 6:
+            break
+    assert other is not None
+    r2 = _submit(inst, _names(other, chords)).reward()
+    assert r2.success and (r2.component("minimal_changes") or 0.0) < 1.0 and r2.total < 1.0
+
+
+# -- interaction and expert ---------------------------------------------------------
+
+
+def test_nudges_point_at_the_tools() -> None:
+    inst = _instance(0, "easy")
+    ep = episode_for(inst)
+    obs = ep.step("I think the tenor is wrong.")
+    assert "check_harmony" in obs.messages[-1].text
+    ep.step(_call("check_harmony", inst.public["given"], 2))
+    obs = ep.step("Hmm.")
+    assert "parallel" in obs.messages[-1].text and "error" in obs.messages[-1].text
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_expert_solves(difficulty: str) -> None:
+    for seed in range(3):
+        inst = _instance(seed, difficulty)
+        ep, _ = asyncio.run(run_one(inst, ExpertAgent().policy(inst)))
+        r = ep.reward()
+        assert ep.end_reason == "answered" and r.success
+        assert r.total >= SPEC.solved_threshold
+        # the expert never reads the hidden solution, and acts in three turns
+        assert ep.turns == 3
+
+
+def test_noisy_expert_still_solves() -> None:
+    for seed in range(4):
+        inst = _instance(seed, "medium")
+        ep, _ = asyncio.run(run_one(inst, NoisyAgent(0.3, seed=seed).policy(inst)))
+        assert ep.end_reason == "answered"
+        assert ep.reward().total >= SPEC.solved_threshold

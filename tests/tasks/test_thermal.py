@@ -1,0 +1,405 @@
+"""Edge cases of the thermal task: generator, simulator, tools, reward, expert."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agentharness.agents.scripted import random_tool_turn
+from agentharness.core.episode import Episode
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.task import TaskConfigError
+from agentharness.tasks.thermal import TASK
+from agentharness.tasks.thermal.simulator import (
+    PlateModel,
+    PlateSpec,
+    SimulationError,
+    get_model,
+    response_matrices,
+    spec_from_public,
+)
+from agentharness.tasks.thermal.tools import ThermalWorld
+
+DIFFS = ("easy", "medium", "hard")
+
+
+def episode(inst: Instance) -> Episode:
+    return Episode(spec=TASK, instance=inst, budgets=TASK.interaction.budgets)
+
+
+def call(name: str, args: dict[str, Any] | str, cid: str = "c1") -> Message:
+    return assistant(tool_calls=[ToolCall.make(cid, name, args)])
+
+
+def run_expert(inst: Instance, noise: float = 0.0, seed: int = 0) -> Episode:
+    ep = episode(inst)
+    expert = TASK.expert(inst)
+    rng = random.Random(seed)
+    n = 0
+    while not ep.done:
+        n += 1
+        if rng.random() < noise:
+            ep.step(random_tool_turn(rng, ep.tools, n))
+        else:
+            ep.step(expert.next_turn(list(ep.messages)))
+    return ep
+
+
+def submit(inst: Instance, powers: list[float], sims: int = 0) -> Episode:
+    ep = episode(inst)
+    n = len(inst.public["heaters"])
+    for i in range(sims):
+        ep.step(call("simulate", {"powers": [0.0] * n}, f"s{i}"))
+    ep.step(call("submit_powers", {"powers": powers}, "final"))
+    assert ep.done and ep.end_reason == "answered"
+    return ep
+
+
+# -- generator ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_deterministic_and_seed_dependent(difficulty: str) -> None:
+    a, b = TASK.instance(5, difficulty), TASK.instance(5, difficulty)
+    assert a == b
+    assert [m.model_dump() for m in TASK.generator.prompt(a)] == [
+        m.model_dump() for m in TASK.generator.prompt(b)
+    ]
+    assert TASK.instance(6, difficulty).public != a.public
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_hidden_solution_verifies(difficulty: str) -> None:
+    for seed in range(6):
+        inst = TASK.instance(seed, difficulty)
+        pub = inst.public
+        sol = inst.hidden["solution"]
+        assert len(sol) == len(pub["heaters"])
+        assert all(0 <= p <= pub["max_power_w"] for p in sol)
+        r = get_model(spec_from_public(pub)).solve(sol)
+        for mon, t in zip(pub["monitors"], r.monitor_c, strict=True):
+            assert abs(t - mon["target_c"]) <= pub["tolerance_k"]
+        assert r.hottest_c <= pub["safety_limit_c"]
+        ep = submit(inst, sol)
+        rew = ep.reward()
+        assert rew.success and rew.total == pytest.approx(1.0)
+
+
+def test_presets_scale_difficulty() -> None:
+    e, h = TASK.instance(0, "easy").public, TASK.instance(0, "hard").public
+    assert len(h["heaters"]) > len(e["heaters"])
+    assert h["tolerance_k"] < e["tolerance_k"]
+    assert e["plate"]["kx_w_mk"] == e["plate"]["ky_w_mk"]
+    assert any(
+        TASK.instance(s, "hard").public["plate"]["kx_w_mk"]
+        != TASK.instance(s, "hard").public["plate"]["ky_w_mk"]
+        for s in range(3)
+    )
+
+
+def test_prompt_states_goal_tools_and_format() -> None:
+    inst = TASK.instance(1, "medium")
+    text = "\n".join(m.text for m in TASK.generator.prompt(inst))
+    for needle in ("simulate", "submit_powers", "Safety limit", "Tolerance", "H3", "M4", "watts"):
+        assert needle in text
+    for mon in inst.public["monitors"]:
+        assert f"{mon['target_c']:.1f}" in text
+    assert str(inst.hidden["solution"][0]) not in text
+
+
+def test_knobs_override_and_bad_knobs() -> None:
+    inst = TASK.instance(2, "easy", n_heaters=4, n_monitors=6, tolerance_k=0.3)
+    assert len(inst.public["heaters"]) == 4 and len(inst.public["monitors"]) == 6
+    assert inst.public["tolerance_k"] == 0.3
+    with pytest.raises(TaskConfigError):
+        TASK.instance(0, "easy", no_such_knob=1)
+    with pytest.raises(TaskConfigError):
+        TASK.instance(0, "easy", conductivity=(80.0, 10.0))
+    with pytest.raises(TaskConfigError):
+        TASK.instance(0, "easy", n_heaters=0)
+
+
+def test_hard_safety_limit_binds() -> None:
+    # On hard there are more heaters than monitors: some target-hitting powers overheat.
+    assert sum(TASK.instance(s, "hard").hidden["safety_binding"] for s in range(5)) >= 3
+
+
+# -- simulator ---------------------------------------------------------------------------
+
+
+def _spec(**kw: Any) -> PlateSpec:
+    base: dict[str, Any] = {
+        "grid_n": 41,
+        "size_m": 0.2,
+        "thickness_m": 0.003,
+        "kx": 50.0,
+        "ky": 50.0,
+        "h_conv": 15.0,
+        "ambient_c": 20.0,
+        "heater_sigma_m": 0.008,
+        "heaters": ((20, 20), (10, 30)),
+        "monitors": ((25, 20), (20, 25), (30, 30)),
+    }
+    base.update(kw)
+    return PlateSpec(**base)
+
+
+def test_energy_balance() -> None:
+    # Power in = conduction into the edges + convection from both faces (discretely exact).
+    spec = _spec(kx=60.0, ky=25.0)
+    model = PlateModel(spec)
+    r = model.solve([12.0, 7.0])
+    theta = r.field_c - spec.ambient_c
+    dx, t = spec.dx, spec.thickness_m
+    conv = 2 * spec.h_conv * theta[1:-1, 1:-1].sum() * dx**2
+    edge_x = spec.kx * t * (theta[1:-1, 1].sum() + theta[1:-1, -2].sum())
+    edge_y = spec.ky * t * (theta[1, 1:-1].sum() + theta[-2, 1:-1].sum())
+    assert conv + edge_x + edge_y == pytest.approx(19.0, rel=1e-9)
+
+
+def test_superposition_and_zero_power() -> None:
+    model = get_model(_spec())
+    a, b = model.solve([5.0, 0.0]), model.solve([0.0, 9.0])
+    ab = model.solve([5.0, 9.0])
+    np.testing.assert_allclose(ab.field_c - 20, (a.field_c - 20) + (b.field_c - 20), atol=1e-9)
+    zero = model.solve([0.0, 0.0])
+    assert np.allclose(zero.field_c, 20.0) and zero.hottest_c == pytest.approx(20.0)
+    g, h = response_matrices(model)
+    assert g.shape == (3, 2) and h.shape == (2, 2) and np.all(g > 0)
+
+
+def test_anisotropy_spreads_heat_along_stiff_axis() -> None:
+    spec = _spec(kx=100.0, ky=20.0, heaters=((20, 20),), monitors=((28, 20), (20, 28)))
+    r = PlateModel(spec).solve([10.0])
+    along_x, along_y = r.monitor_c
+    assert along_x > along_y + 1.0
+    assert r.hottest_node == (20, 20)
+
+
+def test_grid_convergence() -> None:
+    coarse = PlateModel(_spec(grid_n=41)).solve([10.0, 10.0]).monitor_c
+    fine = (
+        PlateModel(
+            _spec(grid_n=81, heaters=((40, 40), (20, 60)), monitors=((50, 40), (40, 50), (60, 60)))
+        )
+        .solve([10.0, 10.0])
+        .monitor_c
+    )
+    for c, f in zip(coarse, fine, strict=True):
+        assert abs(c - f) < 0.03 * (f - 20.0)
+
+
+def test_simulator_rejects_bad_powers() -> None:
+    model = get_model(_spec())
+    for bad in ([1.0], [1.0, math.nan], [1.0, -2.0], [math.inf, 0.0]):
+        with pytest.raises(SimulationError):
+            model.solve(bad)
+
+
+# -- tools -------------------------------------------------------------------------------
+
+
+def test_simulate_feedback_content() -> None:
+    inst = TASK.instance(3, "medium")
+    world = ThermalWorld(inst)
+    n = len(inst.public["heaters"])
+    res = world.execute("simulate", {"powers": [5.0] * n})
+    assert not res.is_error
+    rep = json.loads(res.text)
+    assert len(rep["monitors"]) == len(inst.public["monitors"])
+    for mon, pub in zip(rep["monitors"], inst.public["monitors"], strict=True):
+        assert mon["target_c"] == pub["target_c"]
+        assert mon["error_k"] == pytest.approx(mon["temperature_c"] - mon["target_c"], abs=2e-3)
+        assert mon["within_tolerance"] == (abs(mon["error_k"]) <= inst.public["tolerance_k"])
+        assert ("too cold" in mon["status"]) == (not mon["within_tolerance"] and mon["error_k"] < 0)
+    assert len(rep["heaters"]) == n
+    assert rep["hottest"]["temperature_c"] >= max(h["temperature_c"] for h in rep["heaters"])
+    assert rep["safe"] is True and "safe" in rep["verdict"]
+    assert rep["simulations_used"] == 1 and world.simulations == 1
+
+
+def test_unsafe_verdict_says_by_how_much() -> None:
+    inst = TASK.instance(3, "hard")
+    world = ThermalWorld(inst)
+    n = len(inst.public["heaters"])
+    rep = json.loads(world.execute("simulate", {"powers": [inst.public["max_power_w"]] * n}).text)
+    assert rep["safe"] is False
+    assert "UNSAFE" in rep["verdict"] and "exceeds" in rep["verdict"]
+
+
+BAD_POWERS: list[tuple[Any, str]] = [
+    ({"powers": [1.0]}, "expected exactly"),
+    ({"powers": [1.0] * 40}, "at most 32"),
+    ({"powers": [-1.0, 1.0]}, "greater than or equal to 0"),
+    ({"powers": [1.0, 999.0]}, "exceeds the maximum"),
+    ({"powers": ["hot", 1.0]}, "valid number"),
+    ({"powers": "abc"}, "valid list"),
+    ({"powers": []}, "at least 1"),
+    ('{"powers": [1.0, NaN]}', "finite number"),
+    ({"powers": [1.0, math.nan]}, "finite number"),
+    ({}, "powers"),
+    ({"powers": [1.0, 1.0], "extra": 1}, "unexpected argument"),
+]
+
+
+@pytest.mark.parametrize(("args", "needle"), BAD_POWERS)
+@pytest.mark.parametrize("tool_name", ["simulate", "submit_powers"])
+def test_bad_inputs_are_errors_and_episode_continues(
+    args: Any, needle: str, tool_name: str
+) -> None:
+    inst = TASK.instance(0, "easy")
+    assert len(inst.public["heaters"]) == 2
+    ep = episode(inst)
+    ep.step(call(tool_name, args))
+    assert not ep.done
+    record = ep.tool_calls[-1]
+    assert record.is_error and needle in record.result, record.result
+    assert ep.world.final_answer is None
+    ep.step(call("simulate", {"powers": [1.0, 1.0]}, "c2"))
+    assert not ep.tool_calls[-1].is_error and not ep.done
+
+
+def test_simulator_failure_becomes_tool_error() -> None:
+    inst = TASK.instance(0, "easy")
+    world = ThermalWorld(inst)
+
+    class BrokenLU:
+        def solve(self, q: np.ndarray) -> np.ndarray:
+            return np.full_like(q, np.nan)
+
+    broken = PlateModel(spec_from_public(inst.public))  # private copy, not the cached one
+    broken._lu = BrokenLU()
+    world.model = broken
+    res = world.execute("simulate", {"powers": [1.0, 1.0]})
+    assert res.is_error and "simulation failed" in res.text and "non-finite" in res.text
+    assert world.simulations == 0
+
+
+def test_simulation_budget() -> None:
+    inst = TASK.instance(0, "easy", max_simulations=2)
+    ep = episode(inst)
+    for i in range(3):
+        ep.step(call("simulate", {"powers": [1.0, 1.0]}, f"c{i}"))
+    assert [r.is_error for r in ep.tool_calls] == [False, False, True]
+    assert "budget" in ep.tool_calls[-1].result
+    ep.step(call("submit_powers", {"powers": inst.hidden["solution"]}, "f"))
+    assert ep.end_reason == "answered" and ep.reward().success
+
+
+def test_nudges_give_domain_feedback() -> None:
+    inst = TASK.instance(0, "medium")
+    ep = episode(inst)
+    obs = ep.step(assistant("Let me think."))
+    assert "simulate" in obs.messages[-1].text and "linear" in obs.messages[-1].text
+    ep.step(call("simulate", {"powers": [2.0, 3.0, 4.0]}))
+    obs = ep.step(assistant("Hmm."))
+    assert "[2.0, 3.0, 4.0]" in obs.messages[-1].text and "submit_powers" in obs.messages[-1].text
+    obs = ep.step(assistant("Still thinking."))
+    assert obs.done and ep.end_reason == "no_answer"
+    assert ep.reward().total == 0.0
+
+
+# -- reward ------------------------------------------------------------------------------
+
+
+def test_reward_partial_credit_and_gate() -> None:
+    inst = TASK.instance(4, "medium")
+    sol = list(inst.hidden["solution"])
+    full = submit(inst, sol).reward()
+    assert full.success and full.total == pytest.approx(1.0)
+
+    nudged = list(sol)
+    nudged[0] += 1.0
+    part = submit(inst, nudged).reward()
+    assert not part.success
+    assert 0.0 < part.total < full.total
+    assert part.component("closeness") is not None
+
+    cold = submit(inst, [0.0] * len(sol)).reward()
+    assert cold.component("targets") == 0.0 and cold.total < part.total
+
+    slow = submit(inst, sol, sims=20).reward()
+    eff = slow.component("efficiency")
+    assert eff is not None and eff < 1.0 and slow.success and slow.total < full.total
+
+
+def test_unsafe_answer_is_gated() -> None:
+    from scipy.optimize import linprog
+
+    inst = next(
+        TASK.instance(s, "hard")
+        for s in range(10)
+        if TASK.instance(s, "hard").hidden["safety_binding"]
+    )
+    pub = inst.public
+    model = get_model(spec_from_public(pub))
+    g, h = response_matrices(model)
+    rise = np.array([m["target_c"] for m in pub["monitors"]]) - pub["plate"]["ambient_c"]
+    band = 0.3 * pub["tolerance_k"]
+    hottest_row = max(
+        (
+            linprog(
+                -row,
+                A_ub=np.vstack([g, -g]),
+                b_ub=np.concatenate([rise + band, band - rise]),
+                bounds=[(0, pub["max_power_w"])] * len(row),
+                method="highs",
+            )
+            for row in h
+        ),
+        key=lambda res: -res.fun,
+    )
+    rew = submit(inst, [float(p) for p in hottest_row.x]).reward()
+    assert rew.component("targets") == 1.0 and rew.component("safety") == 0.0
+    assert not rew.success and rew.total <= 0.1
+
+
+def test_no_answer_scores_zero() -> None:
+    inst = TASK.instance(0, "easy")
+    ep = episode(inst)
+    ep.step(call("simulate", {"powers": inst.hidden["solution"]}))
+    assert TASK.reward(inst, ep.world, ep.trajectory()).total == 0.0
+
+
+# -- expert ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_expert_solves(difficulty: str) -> None:
+    for seed in range(3):
+        inst = TASK.instance(seed, difficulty)
+        ep = run_expert(inst)
+        rew = ep.reward()
+        assert ep.end_reason == "answered" and rew.success and rew.total >= TASK.solved_threshold
+        n = len(inst.public["heaters"])
+        assert ep.world.simulations == n + 1  # type: ignore[attr-defined]
+        assert all(not r.is_error for r in ep.tool_calls)
+        # The expert identified the response itself rather than submitting the reference.
+        final = ep.tool_calls[-1].arguments["powers"]
+        assert final != inst.hidden["solution"]
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_expert_robust_to_noise(difficulty: str) -> None:
+    for seed in range(3):
+        ep = run_expert(TASK.instance(seed, difficulty), noise=0.4, seed=seed)
+        assert ep.end_reason == "answered" and ep.reward().success
+
+
+def test_expert_uses_interleaved_simulations() -> None:
+    # Foreign simulations (e.g. from a noisy agent) count towards identifying the response.
+    inst = TASK.instance(1, "medium")
+    ep = episode(inst)
+    ep.step(call("simulate", {"powers": [3.0, 4.0, 5.0]}, "x1"))
+    ep.step(call("simulate", {"powers": [9.0, 1.0, 2.0]}, "x2"))
+    expert = TASK.expert(inst)
+    while not ep.done:
+        ep.step(expert.next_turn(list(ep.messages)))
+    assert ep.reward().success
+    assert ep.world.simulations == 2 + 1 + 1  # type: ignore[attr-defined]

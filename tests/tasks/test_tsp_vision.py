@@ -1,0 +1,320 @@
+"""Edge cases of the tsp_vision task: generation, tools, reward and expert."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import itertools
+import math
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from agentharness.agents.scripted import ExpertAgent, NoisyAgent
+from agentharness.core.episode import Episode
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.registry import episode_for, get_task
+from agentharness.core.task import TaskConfigError
+from agentharness.rollout.runner import run_one
+from agentharness.tasks.tsp_vision import simulator
+from agentharness.tasks.tsp_vision.tools import TspVisionWorld
+
+SPEC = get_task("tsp_vision")
+
+
+def _instance(seed: int = 0, difficulty: str = "easy", **knobs: object) -> Instance:
+    return SPEC.instance(seed, difficulty, **knobs)
+
+
+def _episode(seed: int = 0, difficulty: str = "easy", **knobs: object) -> Episode:
+    return episode_for(_instance(seed, difficulty, **knobs))
+
+
+def _call(name: str, order: object, n: int = 1) -> Message:
+    return assistant(tool_calls=[ToolCall.make(f"t{n}", name, {"order": order})])
+
+
+def _world(ep: Episode) -> TspVisionWorld:
+    assert isinstance(ep.world, TspVisionWorld)
+    return ep.world
+
+
+# -- generation ---------------------------------------------------------------------
+
+
+def test_same_seed_same_instance_and_prompt() -> None:
+    a, b = _instance(5, "medium"), _instance(5, "medium")
+    assert a == b
+    pa = [m.model_dump() for m in SPEC.generator.prompt(a)]
+    pb = [m.model_dump() for m in SPEC.generator.prompt(b)]
+    assert pa == pb
+    assert _instance(6, "medium").hidden["cities"] != a.hidden["cities"]
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_cities_respect_grid_and_separation(difficulty: str) -> None:
+    for seed in range(3):
+        inst = _instance(seed, difficulty)
+        cfg = SPEC.config_of(inst)
+        cities = inst.hidden["cities"]
+        assert len(cities) == cfg.n_cities == len(inst.public["labels"])  # type: ignore[attr-defined]
+        for x, y in cities:
+            assert isinstance(x, int) and isinstance(y, int)
+            assert 0 <= x <= cfg.grid_size and 0 <= y <= cfg.grid_size  # type: ignore[attr-defined]
+        for p, q in itertools.combinations(cities, 2):
+            assert math.dist(p, q) >= cfg.min_separation  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_hidden_solution_verifies(difficulty: str) -> None:
+    inst = _instance(1, difficulty)
+    cities = [tuple(c) for c in inst.hidden["cities"]]
+    tour = simulator.order_to_indices(inst.hidden["solution"], inst.public["labels"])
+    assert sorted(tour) == list(range(len(cities)))
+    length = simulator.tour_length(cities, tour)
+    assert length == pytest.approx(inst.hidden["optimal_length"])
+    assert inst.hidden["exact"] is True
+    assert simulator.crossing_edges(cities, tour) == []
+    # no local-search tour beats the exact one
+    dist = simulator.distance_matrix(cities)
+    _, heuristic = simulator.heuristic_tour(dist, np.random.default_rng(0))
+    assert heuristic >= length - 1e-9
+
+
+def test_held_karp_matches_brute_force() -> None:
+    rng = np.random.default_rng(42)
+    for n in (4, 5, 6, 7, 8):
+        pts = simulator.sample_cities(rng, n, 100, 5.0, 2)
+        assert pts is not None
+        dist = simulator.distance_matrix(pts)
+        tour, length = simulator.held_karp(dist)
+        brute = min(
+            simulator.tour_length(pts, (0, *p)) for p in itertools.permutations(range(1, n))
+        )
+        assert length == pytest.approx(brute)
+        assert sorted(tour) == list(range(n))
+
+
+def test_many_cities_use_best_known_heuristic() -> None:
+    inst = _instance(0, "hard", n_cities=20)
+    assert inst.hidden["method"] == "2opt+oropt" and inst.hidden["exact"] is False
+    cities = [tuple(c) for c in inst.hidden["cities"]]
+    tour = simulator.order_to_indices(inst.hidden["solution"], inst.public["labels"])
+    assert simulator.crossing_edges(cities, tour) == []
+
+
+def test_prompt_has_image_but_no_coordinates() -> None:
+    inst = _instance(2, "medium")
+    msgs = SPEC.generator.prompt(inst)
+    images = [img for m in msgs for img in m.images]
+    assert len(images) == 1
+    png = images[0].png_bytes()
+    assert png is not None
+    img = Image.open(io.BytesIO(png))
+    assert img.size == (inst.public["image_size"],) * 2
+    text = "\n".join(m.text for m in msgs)
+    for x, y in inst.hidden["cities"]:
+        assert f"({x}, {y})" not in text and f"{x},{y}" not in text and f"{x}, {y}" not in text
+    assert "submit_tour" in text and "tour_length" in text
+    for key in ("cities", "solution", "optimal_length"):
+        assert key not in inst.public
+
+
+def test_config_validation() -> None:
+    with pytest.raises(TaskConfigError):
+        SPEC.make_config("easy", n_cities=26, grid_size=20, min_separation=10)
+    with pytest.raises(TaskConfigError):
+        SPEC.make_config("easy", n_cities=3)
+    with pytest.raises(TaskConfigError):
+        SPEC.make_config("easy", colour="red")
+    cfg = SPEC.make_config("easy", show_grid=False, image_size=400)
+    assert cfg.show_grid is False  # type: ignore[attr-defined]
+
+
+def test_no_grid_map_renders() -> None:
+    inst = _instance(0, "easy", show_grid=False, grid_size=50, min_separation=6)
+    png = SPEC.generator.prompt(inst)[1].images[0].png_bytes()
+    assert png is not None and Image.open(io.BytesIO(png)).size == (640, 640)
+    assert "ticks every 5 units on the axes" in SPEC.generator.prompt(inst)[1].text
+
+
+# -- tools --------------------------------------------------------------------------
+
+
+def test_tour_length_reports_length_legs_and_crossings() -> None:
+    ep = _episode(0, "medium")
+    inst = ep.instance
+    labels = inst.public["labels"]
+    cities = [tuple(c) for c in inst.hidden["cities"]]
+    res = ep.world.execute("tour_length", {"order": inst.hidden["solution"]})
+    assert not res.is_error
+    assert f"{inst.hidden['optimal_length']:.2f}" in res.text
+    assert "No legs cross." in res.text and "shortest valid tour so far" in res.text
+    assert res.metrics["tour_length"] == pytest.approx(inst.hidden["optimal_length"])
+    # the alphabetical tour on a random map almost surely crosses itself
+    res2 = ep.world.execute("tour_length", {"order": labels})
+    expected = simulator.tour_length(cities, list(range(len(labels))))
+    assert res2.metrics["tour_length"] == pytest.approx(expected)
+    assert f"{labels[0]}->{labels[1]}" in res2.text
+    if simulator.crossing_edges(cities, list(range(len(labels)))):
+        assert "crosses" in res2.text
+    assert f"so far has length {inst.hidden['optimal_length']:.2f}" in res2.text
+    best = _world(ep).best
+    assert best is not None and best[1] == pytest.approx(inst.hidden["optimal_length"])
+
+
+def test_order_normalisation_accepts_closing_repeat_and_lowercase() -> None:
+    ep = _episode(0, "easy")
+    sol = ep.instance.hidden["solution"]
+    res = ep.world.execute("tour_length", {"order": [s.lower() for s in sol] + [sol[0]]})
+    assert not res.is_error
+    assert res.metrics["tour_length"] == pytest.approx(ep.instance.hidden["optimal_length"])
+
+
+@pytest.mark.parametrize(
+    ("order", "needle"),
+    [
+        (["A", "B", "C"], "missing: D, E, F"),
+        (["A", "B", "C", "D", "E", "E", "F"], "visited more than once: E"),
+        (["A", "B", "C", "D", "E", "Z"], "unknown label(s) Z"),
+        (["A", "B", "C", "D", "E", "F", "G"], "unknown label(s) G"),
+    ],
+)
+def test_invalid_tours_name_the_problem(order: list[str], needle: str) -> None:
+    ep = _episode(0, "easy")
+    obs = ep.step(_call("tour_length", order))
+    assert not obs.done
+    tool_msg = obs.messages[0]
+    assert tool_msg.text.startswith("Error") and needle in tool_msg.text
+    assert ep.tool_calls[-1].is_error
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {},
+        {"order": "ABCDEF"},
+        {"order": [1, 2, 3]},
+        {"order": [float("nan")]},
+        {"order": []},
+        {"order": ["A"] * 65},
+        {"order": ["A" * 17]},
+        {"order": ["A"], "extra": 1},
+        "not json",
+    ],
+)
+def test_bad_arguments_are_errors_and_episode_continues(args: object) -> None:
+    ep = _episode(0, "easy")
+    for name in ("tour_length", "show_tour", "submit_tour"):
+        res = ep.world.execute(name, args)  # type: ignore[arg-type]
+        assert res.is_error and res.text.startswith("Error")
+    assert ep.world.final_answer is None
+    obs = ep.step(_call("tour_length", ep.instance.hidden["solution"]))
+    assert not obs.done and not ep.tool_calls[-1].is_error
+
+
+def test_show_tour_draws_full_and_partial_routes() -> None:
+    ep = _episode(0, "easy")
+    sol = ep.instance.hidden["solution"]
+    full = ep.world.execute("show_tour", {"order": sol})
+    assert not full.is_error and len(full.images) == 1 and "closed tour" in full.text
+    part = ep.world.execute("show_tour", {"order": sol[:3]})
+    assert "open route" in part.text and "not yet visited" in part.text
+    assert full.images[0] != part.images[0]
+    img = Image.open(io.BytesIO(full.images[0]))
+    plain = Image.open(
+        io.BytesIO(SPEC.generator.prompt(ep.instance)[1].images[0].png_bytes() or b"")
+    )
+    assert img.size == plain.size and img.tobytes() != plain.tobytes()
+    # the image reaches the agent as a user message after the tool result
+    obs = ep.step(_call("show_tour", sol))
+    assert obs.messages[-1].role == "user" and obs.messages[-1].images
+    dup = ep.world.execute("show_tour", {"order": ["A", "B", "A", "C"]})
+    assert dup.is_error and "more than once" in dup.text
+
+
+def test_submit_invalid_tour_keeps_episode_open() -> None:
+    ep = _episode(0, "easy")
+    obs = ep.step(_call("submit_tour", ["A", "B"]))
+    assert not obs.done and ep.world.final_answer is None
+    obs = ep.step(_call("submit_tour", ep.instance.hidden["solution"], 2))
+    assert obs.done and ep.end_reason == "answered"
+    assert ep.reward().total == pytest.approx(1.0) and ep.reward().success
+
+
+# -- reward -------------------------------------------------------------------------
+
+
+def test_reward_partial_credit_is_optimality_ratio() -> None:
+    ep = _episode(3, "medium")
+    labels = ep.instance.public["labels"]
+    cities = [tuple(c) for c in ep.instance.hidden["cities"]]
+    ep.step(_call("submit_tour", labels))
+    r = ep.reward()
+    length = simulator.tour_length(cities, list(range(len(labels))))
+    ratio = ep.instance.hidden["optimal_length"] / length
+    assert ratio < 0.99
+    assert r.total == pytest.approx(ratio)
+    assert r.component("optimality") == pytest.approx(ratio)
+    assert r.component("validity") == 1.0 and not r.success
+
+
+def test_reward_rechecks_the_answer_not_the_world_claims() -> None:
+    ep = _episode(0, "easy")
+    world = _world(ep)
+    world.final_answer = {"order": ["A", "B", "C"]}  # invalid, e.g. a tampered log
+    world.submitted_length = 1.0
+    r = SPEC.reward(ep.instance, world, ep.trajectory())
+    assert r.total == 0.0 and not r.success and "missing" in r.explanation
+    world.final_answer = {"order": "ABCDEF"}
+    assert SPEC.reward(ep.instance, world, ep.trajectory()).total == 0.0
+
+
+def test_no_answer_scores_zero_after_nudges() -> None:
+    ep = _episode(0, "easy")
+    obs = ep.step("I think A, B, C.")
+    assert not obs.done and "tour_length" in obs.messages[-1].text
+    ep.step(_call("tour_length", ep.instance.hidden["solution"], 2))
+    obs = ep.step("done")
+    assert "best valid tour so far" in obs.messages[-1].text
+    obs = ep.step("done")
+    assert obs.done and ep.end_reason == "no_answer"
+    assert ep.reward().total == 0.0 and ep.reward().component("optimality") == 0.0
+
+
+def test_beating_best_known_caps_at_one() -> None:
+    inst = _instance(0, "hard", n_cities=20)
+    hidden = {**inst.hidden, "optimal_length": inst.hidden["optimal_length"] * 0.5}
+    tampered = inst.model_copy(update={"hidden": hidden})
+    ep = episode_for(tampered)
+    ep.step(_call("submit_tour", inst.hidden["solution"]))
+    assert ep.reward().total == pytest.approx(0.5)
+    hidden = {**inst.hidden, "optimal_length": inst.hidden["optimal_length"] * 2}
+    ep = episode_for(inst.model_copy(update={"hidden": hidden}))
+    ep.step(_call("submit_tour", inst.hidden["solution"]))
+    assert ep.reward().total == 1.0
+
+
+# -- expert ---------------------------------------------------------------------------
+
+
+def _run(inst: Instance, agent: ExpertAgent | NoisyAgent) -> Episode:
+    ep, _ = asyncio.run(run_one(inst, agent.policy(inst)))
+    return ep
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_expert_solves(difficulty: str) -> None:
+    ep = _run(_instance(7, difficulty), ExpertAgent())
+    assert ep.end_reason == "answered" and ep.turns == 2
+    assert ep.reward().total >= SPEC.solved_threshold and ep.reward().success
+    assert [c.name for c in ep.tool_calls] == ["tour_length", "submit_tour"]
+
+
+def test_expert_survives_noise() -> None:
+    for seed in range(4):
+        ep = _run(_instance(seed, "medium"), NoisyAgent(0.4, seed=seed))
+        assert ep.end_reason == "answered"
+        assert ep.reward().total == pytest.approx(1.0)
