@@ -38,7 +38,8 @@ class OpenAIAgent:
     ) -> None:
         if tool_format not in ("native", "text"):
             raise ValueError(f"tool_format must be 'native' or 'text', got {tool_format!r}")
-        from openai import AsyncOpenAI
+        import httpx
+        from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
         self.model = model
         self.name = f"openai:{model}"
@@ -49,8 +50,14 @@ class OpenAIAgent:
                 "set OPENAI_API_KEY (or pass --base-url for a local server that needs no key)"
             )
         # Retries are ours (recorded per episode), so the SDK's own are off.
+        # One connection per request in flight (the SDK's default pool caps at 1000).
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
         self.client = AsyncOpenAI(
-            base_url=self.base_url, api_key=key or "EMPTY", max_retries=0, timeout=request_timeout_s
+            base_url=self.base_url,
+            api_key=key or "EMPTY",
+            max_retries=0,
+            timeout=request_timeout_s,
+            http_client=DefaultAsyncHttpxClient(limits=limits, timeout=request_timeout_s),
         )
         self.max_retries = max_retries
         self.backoff_s = backoff_s

@@ -12,28 +12,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 import agentharness
+from agentharness.cli.app import app, console, err, fail
 from agentharness.core.instance import Instance
 from agentharness.core.registry import UnknownTaskError, all_tasks, get_task, resolve_tasks
 from agentharness.core.task import Budgets, TaskConfigError
-
-app = typer.Typer(
-    name="bootcamp",
-    help="Run agents on executable, verifiable tasks; record, mine, export and train.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-console = Console()
-err = Console(stderr=True, soft_wrap=True)
-
-
-def fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
-    return typer.Exit(code)
 
 
 def parse_knobs(knobs: list[str] | None) -> dict[str, Any]:
@@ -335,8 +320,20 @@ def _print_report(run: Path, as_json: bool) -> None:
 def report(
     run: Path,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="write an HTML report with plots (RUN may be a loop dir)"),
+    ] = None,
 ) -> None:
     """Per task: episodes, mean reward, success rate, pass@k and end reasons."""
+    if html is not None:
+        from agentharness.loop.html_report import ReportError, write_html_report
+
+        try:
+            console.print(f"wrote {write_html_report(run, html)}")
+        except ReportError as e:
+            raise fail(str(e)) from e
+        return
     _print_report(run, as_json)
 
 
@@ -363,6 +360,10 @@ def check(
         failed += not rep.passed
     if failed:
         raise typer.Exit(1)
+
+
+# Command groups live in their own modules and register themselves on `app`.
+from agentharness.cli import export_commands, loop_commands, train_commands  # noqa: E402, F401
 
 
 def main() -> None:

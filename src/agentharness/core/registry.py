@@ -26,6 +26,9 @@ BUILTIN_TASKS: tuple[str, ...] = (
     "finance",
     "harmony",
     "flange",
+    "battery",
+    "molecule",
+    "robot_reach",
 )
 
 _REGISTRY: dict[str, TaskSpec] = {}

@@ -252,3 +252,35 @@ async def _write_json(writer: asyncio.StreamWriter, status: int, obj: Any) -> No
     )
     writer.write(head.encode() + data)
     await writer.drain()
+
+
+def main() -> None:
+    """Serve ``cycle_tools_policy`` until interrupted: ``python -m agentharness.testing.openai_server``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every answer")
+    parser.add_argument("--turns", type=int, default=3, help="tool-calling turns before a final text")
+    parser.add_argument("--error-rate", type=float, default=0.0)
+    args = parser.parse_args()
+    server = ScriptedOpenAIServer(
+        policy=cycle_tools_policy(turns=args.turns),
+        latency_s=args.latency,
+        faults=Faults(error_rate=args.error_rate),
+        port=args.port,
+    )
+
+    async def serve() -> None:
+        await server.start()
+        print(f"serving {server.base_url}", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

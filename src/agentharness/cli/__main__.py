@@ -1,0 +1,3 @@
+from agentharness.cli.main import main
+
+main()

@@ -1,0 +1,21 @@
+"""The shared ``bootcamp`` Typer app and console helpers used by every command module."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    name="bootcamp",
+    help="Run agents on executable, verifiable tasks; record, mine, export and train.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code)

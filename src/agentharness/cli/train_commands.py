@@ -1,0 +1,3 @@
+"""`bootcamp` commands of this group (registered on the app in cli/main.py)."""
+
+from __future__ import annotations

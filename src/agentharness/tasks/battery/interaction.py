@@ -1,0 +1,52 @@
+"""Layer 3: budgets and what the agent hears when it stops calling tools."""
+
+from __future__ import annotations
+
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message
+from agentharness.core.task import Budgets, Interaction
+from agentharness.core.tools import World
+from agentharness.tasks.battery.tools import BatteryWorld
+
+
+class BatteryInteraction(Interaction):
+    """Nudges with the state of the search: the best design so far and what to do next."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            Budgets(
+                max_turns=40,
+                max_tool_calls=50,
+                max_tokens=None,
+                wall_clock_s=None,
+                max_nudges=2,
+                max_format_errors=3,
+            )
+        )
+
+    def on_no_tool_call(
+        self, instance: Instance, world: World, message: Message, nudges: int
+    ) -> str | None:
+        assert isinstance(world, BatteryWorld)
+        pub = instance.public
+        args = "thickness_um (micrometres) and porosity"
+        if pub["choose_cooling"]:
+            args += " (and optionally heat_transfer_coefficient in W/m²K)"
+        best = world.best
+        if best is None:
+            return (
+                "You did not call a tool, so nothing happened. Start by calling `simulate_cell` "
+                f"with {args} - for example the reference cell, 75.6 um and 0.335 - and read how "
+                f"far it is from the targets (specific energy >= "
+                f"{pub['specific_energy_target_wh_kg']:g} Wh/kg, peak temperature <= "
+                f"{pub['peak_temperature_limit_c']:g} °C)."
+            )
+        d = best["design"]
+        left = int(pub["max_simulations"]) - world.simulations
+        return (
+            f"You did not call a tool. Your best design so far: {d['thickness_um']:g} um, "
+            f"porosity {d['porosity']:g}, h {d['heat_transfer_coefficient_w_m2k']:g} W/m²K -> "
+            f"{best['feedback']} You have {left} simulations left. Keep refining with "
+            f"`simulate_cell`, or call `submit_design` with {args} to finish; without a "
+            "submitted design the episode scores zero."
+        )

@@ -1,0 +1,166 @@
+"""Layer 2: the per-episode world — a call budget and three tools on ASE's LJ calculator."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import Field
+
+from agentharness.core.instance import Instance
+from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.tasks.molecule.simulator import (
+    COORD_LIMIT,
+    DECIMALS,
+    LOOSE_DISTANCE,
+    MAX_ATOMS,
+    MIN_ATOMS,
+    FloatArray,
+    StructureError,
+    as_positions,
+    ase_energy_forces,
+    closest_pair,
+    detached_atoms,
+    isolated_atoms,
+    max_force,
+    relax,
+)
+
+Coordinate = Annotated[float, Field(ge=-COORD_LIMIT, le=COORD_LIMIT)]
+Atom = Annotated[list[Coordinate], Field(min_length=3, max_length=3)]
+Coordinates = Annotated[list[Atom], Field(min_length=MIN_ATOMS, max_length=MAX_ATOMS)]
+
+LOCAL_MINIMUM_FORCE = 1e-3  # `energy` calls a structure a local minimum below this force
+
+
+class MoleculeWorld(World):
+    """One search: the cluster size, the call budget and the best energy seen so far.
+
+    Only ``energy`` and ``local_minimize`` calls that actually evaluate a structure
+    spend the budget; rejected input does not. Feedback is deliberately sparse: the
+    energy and a yes/no on whether it is the global minimum.
+    """
+
+    def __init__(self, instance: Instance) -> None:
+        super().__init__(instance)
+        self.n_atoms = int(instance.public["n_atoms"])
+        self.call_budget = int(instance.public["call_budget"])
+        self.tolerance = float(instance.public["tolerance"])
+        self.global_minimum = float(instance.hidden["global_minimum"])
+        self.calls_used = 0
+        self.best_energy: float | None = None
+        self.submitted_energy: float | None = None
+
+    # -- helpers ------------------------------------------------------------------
+    @property
+    def calls_left(self) -> int:
+        return max(0, self.call_budget - self.calls_used)
+
+    def reached(self, energy: float) -> bool:
+        return energy <= self.global_minimum + self.tolerance
+
+    def _positions(self, coordinates: list[list[float]]) -> FloatArray:
+        try:
+            return as_positions(coordinates, self.n_atoms)
+        except StructureError as e:
+            raise ToolError(str(e)) from e
+
+    def _check_budget(self) -> None:
+        if self.calls_used >= self.call_budget:
+            best = "none" if self.best_energy is None else f"{self.best_energy:.6f}"
+            raise ToolError(
+                f"the call budget ({self.call_budget} energy/local_minimize calls) is spent. "
+                f"Call submit_structure now with your best coordinates (best energy so far: {best})."
+            )
+
+    def _record(self, energy: float) -> dict[str, Any]:
+        self.calls_used += 1
+        if self.best_energy is None or energy < self.best_energy:
+            self.best_energy = energy
+        assert self.best_energy is not None
+        return {
+            "global_minimum_reached": self.reached(energy),
+            "best_energy_so_far": round(self.best_energy, DECIMALS),
+            "calls_left": self.calls_left,
+        }
+
+    # -- tools --------------------------------------------------------------------
+    @tool
+    def energy(self, coordinates: Coordinates) -> dict[str, Any]:
+        """Evaluate the Lennard-Jones energy of a structure (costs one call of the budget).
+
+        Args:
+            coordinates: one [x, y, z] triple per atom, in units of sigma.
+        """
+        self._check_budget()
+        pos = self._positions(coordinates)
+        try:
+            e, forces = ase_energy_forces(pos)
+        except StructureError as err:
+            raise ToolError(str(err)) from err
+        fm = max_force(forces)
+        out: dict[str, Any] = {
+            "energy": round(e, DECIMALS),
+            "max_force": round(fm, DECIMALS),
+            "closest_pair_distance": round(closest_pair(pos)[0], 4),
+            "at_local_minimum": fm < LOCAL_MINIMUM_FORCE,
+        }
+        out.update(self._record(e))
+        return out
+
+    @tool(timeout_s=90.0)
+    def local_minimize(self, coordinates: Coordinates) -> dict[str, Any]:
+        """Relax a structure to the nearest local energy minimum (costs one call of the budget).
+
+        Args:
+            coordinates: one [x, y, z] triple per atom, in units of sigma; the starting point.
+                Keep it compact (neighbours ~1.1 apart): isolated atoms feel almost no force.
+        """
+        self._check_budget()
+        pos = self._positions(coordinates)
+        loose = isolated_atoms(pos, LOOSE_DISTANCE)
+        if loose:
+            raise ToolError(
+                f"atom(s) {loose} have no neighbour within {LOOSE_DISTANCE:g} sigma, where the "
+                "forces are too weak to minimize; move them next to the cluster (about 1.1 sigma "
+                "from their nearest neighbours) and call local_minimize again."
+            )
+        try:
+            res = relax(pos)
+        except StructureError as err:
+            raise ToolError(str(err)) from err
+        out: dict[str, Any] = {
+            "energy": round(res.energy, DECIMALS),
+            "converged": res.converged,
+            "steps": res.steps,
+        }
+        out.update(self._record(res.energy))
+        loose = detached_atoms(res.positions)
+        if loose:
+            out["detached_atoms"] = loose
+        if not res.converged:
+            out["note"] = (
+                "not fully converged within the step limit; minimize these coordinates again"
+            )
+        elif out["global_minimum_reached"]:
+            out["note"] = "global minimum reached: submit these coordinates with submit_structure"
+        else:
+            out["note"] = "a local minimum, not the global one: perturb it and minimize again"
+        out["coordinates"] = np.round(res.positions, DECIMALS).tolist()
+        return out
+
+    @tool(final=True)
+    def submit_structure(self, coordinates: Coordinates) -> ToolResult:
+        """Submit your final structure; it is scored exactly as given and ends the episode.
+
+        Args:
+            coordinates: one [x, y, z] triple per atom, in units of sigma (submit the relaxed
+                coordinates returned by local_minimize).
+        """
+        pos = self._positions(coordinates)
+        try:
+            e, _ = ase_energy_forces(pos)
+        except StructureError as err:
+            raise ToolError(str(err)) from err
+        self.submitted_energy = e
+        return ToolResult(text=f"Structure submitted: {self.n_atoms} atoms, energy {e:.6f}.")

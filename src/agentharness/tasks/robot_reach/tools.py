@@ -1,0 +1,166 @@
+"""Layer 2: the per-episode world and its tools (forward kinematics, collisions, submit)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import Field
+
+from agentharness.core.instance import Instance
+from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.tasks.robot_reach.simulator import (
+    MAX_JOINTS,
+    ArmInputError,
+    Evaluation,
+    Scene,
+    scene_from_public,
+)
+
+# Schema-level bounds: oversized arrays and absurd angles never reach the simulator.
+Angle = Annotated[float, Field(ge=-360.0, le=360.0)]
+JointAngles = Annotated[list[Angle], Field(min_length=1, max_length=MAX_JOINTS)]
+
+
+def _r(x: float, nd: int = 4) -> float:
+    return round(float(x), nd)
+
+
+def _vec(v: np.ndarray, dims: int) -> list[float]:
+    return [_r(x) for x in v[:dims]]
+
+
+class RobotReachWorld(World):
+    """One episode: the scene and a record of the configurations tried so far."""
+
+    def __init__(self, instance: Instance) -> None:
+        super().__init__(instance)
+        self.scene: Scene = scene_from_public(instance.public)
+        self.dims = int(instance.public["dims"])
+        self.evaluations = 0
+        # Closest configuration seen by forward_kinematics, for the nudge feedback.
+        self.best: tuple[float, list[float]] | None = None
+
+    def _evaluate(self, joint_angles: list[float]) -> tuple[np.ndarray, Evaluation]:
+        try:
+            q = self.scene.arm.validate(joint_angles)
+            ev = self.scene.evaluate(q)
+        except ArmInputError as e:
+            raise ToolError(str(e)) from e
+        self.evaluations += 1
+        return q, ev
+
+    def _pose(self, ev: Evaluation) -> dict[str, Any]:
+        if self.dims == 2:
+            heading = math.degrees(math.atan2(ev.rotation[1, 0], ev.rotation[0, 0]))
+            return {"position": _vec(ev.points[-1], 2), "heading_deg": _r(heading, 3)}
+        return {
+            "position": _vec(ev.points[-1], 3),
+            "approach_direction": _vec(ev.rotation[:, 0], 3),
+            "rotation_matrix": [[_r(x) for x in row] for row in ev.rotation],
+        }
+
+    @tool
+    def forward_kinematics(self, joint_angles: JointAngles) -> ToolResult:
+        """Compute where the arm is for a set of joint angles.
+
+        Returns every joint position (base first, end effector last), the end-effector pose,
+        the offset vector from the end effector to the target and the distance to it.
+        Collisions are not checked here; use check_collision.
+
+        Args:
+            joint_angles: one angle in degrees per joint, base to tip, each within its limits.
+        """
+        q, ev = self._evaluate(joint_angles)
+        tol = self.scene.tolerance
+        if self.best is None or ev.distance < self.best[0]:
+            self.best = (ev.distance, [float(x) for x in q])
+        out = {
+            "joint_positions": [_vec(p, self.dims) for p in ev.points],
+            "end_effector": self._pose(ev),
+            "target": _vec(np.asarray(self.scene.target), self.dims),
+            "offset_to_target": _vec(ev.offset, self.dims),
+            "distance_to_target": _r(ev.distance, 5),
+            "tolerance": tol,
+            "within_tolerance": ev.distance <= tol,
+        }
+        hint = (
+            "The end effector is within tolerance; check_collision before submitting."
+            if ev.distance <= tol
+            else f"Still {ev.distance - tol:.4f} m beyond the tolerance; move along offset_to_target."
+        )
+        return ToolResult(text=json.dumps(out) + "\n" + hint, metrics={"distance": ev.distance})
+
+    @tool
+    def check_collision(self, joint_angles: JointAngles) -> ToolResult:
+        """Check a configuration for collisions with the obstacles (and between links).
+
+        Reports every collision with its penetration depth, the closest obstacle (or link) and
+        clearance of each link, and the overall minimum clearance (negative means collision).
+
+        Args:
+            joint_angles: one angle in degrees per joint, base to tip, each within its limits.
+        """
+        _, ev = self._evaluate(joint_angles)
+        collisions = []
+        for c in ev.collisions:
+            item: dict[str, Any] = {"link": c.link, "penetration": _r(-c.clearance)}
+            if c.obstacle is not None:
+                item["obstacle"] = c.obstacle
+            else:
+                item["other_link"] = c.other_link
+            collisions.append(item)
+        per_link: list[dict[str, Any]] = []
+        for link in range(1, self.scene.arm.n_joints + 1):
+            mine = [c for c in ev.contacts if link in (c.link, c.other_link)]
+            if not mine:
+                per_link.append({"link": link, "clearance": None})
+                continue
+            c = mine[0]  # contacts are sorted, so the first is the closest
+            entry: dict[str, Any] = {"link": link, "clearance": _r(c.clearance)}
+            if c.obstacle is not None:
+                entry["nearest_obstacle"] = c.obstacle
+            else:
+                entry["nearest_link"] = c.other_link if c.link == link else c.link
+            per_link.append(entry)
+        out = {
+            "collision_free": ev.collision_free,
+            "collisions": collisions,
+            "min_clearance": None if not ev.contacts else _r(ev.min_clearance),
+            "links": per_link,
+        }
+        if ev.collision_free:
+            hint = "No collision."
+        else:
+            worst = ev.collisions[0]
+            what = (
+                f"obstacle {worst.obstacle}"
+                if worst.obstacle is not None
+                else f"link {worst.other_link}"
+            )
+            hint = (
+                f"{len(ev.collisions)} collision(s); the deepest is link {worst.link} into {what} by "
+                f"{-worst.clearance:.4f} m. Move that link away or bend the arm the other way."
+            )
+        return ToolResult(
+            text=json.dumps(out) + "\n" + hint,
+            metrics={"collisions": float(len(ev.collisions))},
+        )
+
+    @tool(final=True)
+    def submit_angles(self, joint_angles: JointAngles) -> ToolResult:
+        """Submit the final joint angles; this ends the episode.
+
+        Args:
+            joint_angles: one angle in degrees per joint, base to tip, each within its limits.
+        """
+        _, ev = self._evaluate(joint_angles)
+        verdict = "collision-free" if ev.collision_free else f"{len(ev.collisions)} collision(s)"
+        return ToolResult(
+            text=(
+                f"Submitted. Distance to target {ev.distance:.4f} m (tolerance {self.scene.tolerance:g}), "
+                f"{verdict}."
+            )
+        )

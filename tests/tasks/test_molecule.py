@@ -1,0 +1,364 @@
+"""Edge cases of the molecule task: simulator, generator, tools, reward, expert."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agentharness.core.episode import Episode
+from agentharness.core.instance import Instance
+from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.registry import get_task
+from agentharness.core.task import TaskConfigError
+from agentharness.tasks.molecule import TASK
+from agentharness.tasks.molecule import tools as molecule_tools
+from agentharness.tasks.molecule.simulator import (
+    CUTOFF,
+    GLOBAL_MINIMA,
+    PAIR_EQUILIBRIUM,
+    StructureError,
+    _atoms,
+    as_positions,
+    ase_energy,
+    ase_energy_forces,
+    global_minimum_structure,
+    lbfgs,
+    lj_energy_gradient,
+    random_cluster,
+    relax,
+)
+from agentharness.tasks.molecule.tools import MoleculeWorld
+
+DIFFS = ("easy", "medium", "hard")
+SMALL = {"n_atoms_min": 6, "n_atoms_max": 6}
+
+
+def episode(inst: Instance) -> Episode:
+    return Episode(spec=TASK, instance=inst, budgets=TASK.interaction.budgets)
+
+
+def call(name: str, args: dict[str, Any] | str, cid: str = "c1") -> Message:
+    return assistant(tool_calls=[ToolCall.make(cid, name, args)])
+
+
+def step(ep: Episode, name: str, args: dict[str, Any] | str, cid: str = "c1") -> Message:
+    obs = ep.step(call(name, args, cid))
+    (msg,) = [m for m in obs.messages if m.role == "tool"]
+    return msg
+
+
+def run_expert(ep: Episode) -> Episode:
+    expert = TASK.expert(ep.instance)
+    while not ep.done:
+        ep.step(expert.next_turn(ep.messages))
+    return ep
+
+
+def perturbed(coords: list[list[float]], amount: float, seed: int = 0) -> list[list[float]]:
+    arr = np.array(coords)
+    return np.round(
+        arr + np.random.default_rng(seed).uniform(-amount, amount, arr.shape), 6
+    ).tolist()
+
+
+# -- simulator ---------------------------------------------------------------------
+def test_reference_table_is_reproduced_with_ase() -> None:
+    for n, target in GLOBAL_MINIMA.items():
+        pos = global_minimum_structure(n)
+        assert abs(ase_energy(pos) - target) < 1e-5, n
+
+
+def test_ase_and_numpy_energies_and_forces_agree() -> None:
+    rng = np.random.default_rng(1)
+    for n in (3, 7, 13, 20):
+        pos = random_cluster(n, rng)
+        e_ase, forces = ase_energy_forces(pos)
+        e_np, grad = lj_energy_gradient(pos.ravel())
+        # ASE (smooth=False) shifts each pair by -V(rc) = 4e-12: far below 1e-8.
+        assert abs(e_ase - e_np) < 1e-8
+        assert np.allclose(forces, -grad.reshape(-1, 3), atol=1e-8)
+
+
+def test_ase_calculator_settings_and_pair_minimum() -> None:
+    dimer = np.array([[0.0, 0.0, 0.0], [PAIR_EQUILIBRIUM, 0.0, 0.0]])
+    assert abs(ase_energy(dimer) + 1.0) < 1e-9
+    params = _atoms(dimer).calc.parameters
+    assert params.rc == CUTOFF and params.smooth is False
+    assert params.epsilon == 1.0 and params.sigma == 1.0
+
+
+def test_relax_returns_to_the_basin_floor() -> None:
+    sol = global_minimum_structure(7)
+    res = relax(np.array(perturbed(sol.tolist(), 0.05)))
+    assert res.converged
+    assert abs(res.energy - GLOBAL_MINIMA[7]) < 1e-6
+    assert np.allclose(res.positions.mean(axis=0), 0.0, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("coords", "fragment"),
+    [
+        ([[0, 0, 0], [1.1, 0, 0]], "3 atoms"),
+        ([[0, 0], [1.1, 0], [0, 1.1]], "triples"),
+        ([[0, 0, 0], [1.1, 0, float("nan")], [0, 1.1, 0]], "NaN"),
+        ([[0, 0, 0], [1.1, 0, float("inf")], [0, 1.1, 0]], "NaN or infinity"),
+        ([[0, 0, 0], [0.1, 0, 0], [0, 1.1, 0]], "only 0.100 sigma apart"),
+        ([[0, 0, 0], [1.1, 0, 0], [0, 99.0, 0]], "within"),
+        ([["a", 0, 0], [1.1, 0, 0], [0, 1.1, 0]], "number triples"),
+    ],
+)
+def test_as_positions_rejects_bad_structures(coords: Any, fragment: str) -> None:
+    with pytest.raises(StructureError, match=fragment):
+        as_positions(coords, 3)
+
+
+# -- generator ---------------------------------------------------------------------
+def test_generation_is_deterministic_and_varied() -> None:
+    for d in DIFFS:
+        a, b = TASK.instance(5, d), TASK.instance(5, d)
+        assert a == b
+        assert [m.model_dump() for m in TASK.generator.prompt(a)] == [
+            m.model_dump() for m in TASK.generator.prompt(b)
+        ]
+        assert len({TASK.instance(s, d).model_dump_json() for s in range(4)}) == 4
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_instances_are_solvable_by_construction(difficulty: str) -> None:
+    cfg = TASK.make_config(difficulty)
+    for seed in range(3):
+        inst = TASK.instance(seed, difficulty)
+        n = inst.public["n_atoms"]
+        assert cfg.n_atoms_min <= n <= cfg.n_atoms_max  # type: ignore[attr-defined]
+        target = GLOBAL_MINIMA[n]
+        assert inst.hidden["global_minimum"] == target == inst.public["target_energy"]
+        sol = as_positions(inst.hidden["solution"], n)
+        assert abs(ase_energy(sol) - target) < 1e-5
+        start = as_positions(inst.public["start"], n)  # a valid tool input
+        # the start does not already sit in the global basin
+        assert lbfgs(start.ravel())[1] > target + 0.01
+        assert f"{target:.6f}" in TASK.generator.prompt(inst)[1].text
+
+
+def test_reveal_target_false_hides_the_value() -> None:
+    inst = TASK.instance(0, "medium", reveal_target=False)
+    assert inst.public["target_energy"] is None
+    text = "\n".join(m.text for m in TASK.generator.prompt(inst))
+    assert f"{inst.hidden['global_minimum']:.6f}" not in text
+    assert "not given" in text
+
+
+def test_config_validation() -> None:
+    with pytest.raises(TaskConfigError):
+        TASK.instance(0, "easy", n_atoms_min=12, n_atoms_max=8)
+    with pytest.raises(TaskConfigError):
+        TASK.instance(0, "easy", tolerance=0.05)  # would merge LJ17's two lowest minima
+    with pytest.raises(TaskConfigError):
+        TASK.instance(0, "easy", n_atoms_max=38)
+    with pytest.raises(TaskConfigError):
+        TASK.instance(0, "easy", no_such_knob=1)
+    assert get_task("molecule").id == "molecule-v1"
+
+
+# -- tools -------------------------------------------------------------------------
+def test_local_minimize_feedback_then_submit_solves() -> None:
+    inst = TASK.instance(0, "easy", **SMALL)
+    ep = episode(inst)
+    budget = inst.public["call_budget"]
+    first = json.loads(step(ep, "local_minimize", {"coordinates": inst.public["start"]}).text)
+    assert first["global_minimum_reached"] is False
+    assert first["energy"] > inst.hidden["global_minimum"] + 0.01
+    assert first["calls_left"] == budget - 1
+    assert len(first["coordinates"]) == 6 and "perturb" in first["note"]
+
+    near = perturbed(inst.hidden["solution"], 0.05)
+    second = json.loads(step(ep, "local_minimize", {"coordinates": near}, "c2").text)
+    assert second["global_minimum_reached"] is True
+    assert second["best_energy_so_far"] == second["energy"]
+    assert "submit" in second["note"]
+
+    result = step(ep, "submit_structure", {"coordinates": second["coordinates"]}, "c3")
+    assert not result.text.startswith("Error")
+    assert ep.end_reason == "answered"
+    r = ep.reward()
+    assert r.success and r.total >= TASK.solved_threshold
+    assert r.component("efficiency") == pytest.approx(1 - 1 / budget)
+
+
+def test_energy_tool_reports_sparse_feedback() -> None:
+    inst = TASK.instance(1, "easy", **SMALL)
+    ep = episode(inst)
+    at_min = json.loads(step(ep, "energy", {"coordinates": inst.hidden["solution"]}).text)
+    assert at_min["global_minimum_reached"] is True and at_min["at_local_minimum"] is True
+    assert at_min["energy"] == pytest.approx(inst.hidden["global_minimum"], abs=1e-5)
+    start = json.loads(step(ep, "energy", {"coordinates": inst.public["start"]}, "c2").text)
+    assert start["global_minimum_reached"] is False and start["at_local_minimum"] is False
+    assert start["closest_pair_distance"] >= 0.9
+    assert start["calls_left"] == inst.public["call_budget"] - 2
+
+
+def _bad_arguments(n: int) -> list[dict[str, Any] | str]:
+    ok = [[1.1 * k, 0.0, 0.0] for k in range(n)]
+    return [
+        {},
+        {"coords": ok},
+        {"coordinates": "abc"},
+        {"coordinates": [[0.0, 0.0]] * n},
+        {"coordinates": ok[:-1]},
+        {"coordinates": [[0.0, 0.0, 0.0]] * n},  # atoms on top of each other
+        {"coordinates": [[1e3, 0.0, 0.0], *ok[1:]]},
+        {"coordinates": [[0.0, 0.0, 0.0]] * 21},
+        {"coordinates": [[0.0, 0.0, 0.0]] * 1000},
+        '{"coordinates": [[NaN, 0, 0], [1.1, 0, 0], [2.2, 0, 0], [0, 1.1, 0], [0, 2.2, 0], [0, 0, 1.1]]}',
+        '{"coordinates": [[Infinity, 0, 0], [1.1, 0, 0], [2.2, 0, 0], [0, 1.1, 0], [0, 2.2, 0], [0, 0, 1.1]]}',
+    ]
+
+
+@pytest.mark.parametrize("tool_name", ["energy", "local_minimize", "submit_structure"])
+def test_bad_inputs_are_errors_and_the_episode_continues(tool_name: str) -> None:
+    inst = TASK.instance(0, "easy", **SMALL)
+    ep = episode(inst)
+    for k, args in enumerate(_bad_arguments(6)):
+        msg = step(ep, tool_name, args, f"b{k}")
+        assert msg.text.startswith("Error"), (args, msg.text)
+        assert not ep.done
+    assert isinstance(ep.world, MoleculeWorld) and ep.world.calls_used == 0
+    texts = [m.text for m in ep.messages if m.role == "tool"]
+    assert any("on top" in t or "apart" in t for t in texts)
+    assert any("6 atoms" in t for t in texts)
+
+
+def test_loose_atoms_are_refused_by_local_minimize() -> None:
+    inst = TASK.instance(0, "easy", **SMALL)
+    ep = episode(inst)
+    coords = [list(c) for c in inst.hidden["solution"]]
+    coords[2] = [9.0, 9.0, 9.0]
+    msg = step(ep, "local_minimize", {"coordinates": coords})
+    assert msg.text.startswith("Error") and "[2]" in msg.text and "neighbour" in msg.text
+    assert not ep.done
+
+
+def test_simulator_failure_becomes_a_tool_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(pos: Any) -> Any:
+        raise StructureError("the cluster fell apart during the minimization")
+
+    monkeypatch.setattr(molecule_tools, "relax", fail)
+    inst = TASK.instance(0, "easy", **SMALL)
+    ep = episode(inst)
+    msg = step(ep, "local_minimize", {"coordinates": inst.public["start"]})
+    assert msg.text.startswith("Error") and "fell apart" in msg.text
+    assert not ep.done and isinstance(ep.world, MoleculeWorld) and ep.world.calls_used == 0
+
+
+def test_call_budget_is_enforced_and_submit_still_works() -> None:
+    inst = TASK.instance(0, "easy", call_budget=2, **SMALL)
+    ep = episode(inst)
+    for k in range(2):
+        assert not step(
+            ep, "energy", {"coordinates": inst.public["start"]}, f"e{k}"
+        ).text.startswith("Error")
+    refused = step(ep, "local_minimize", {"coordinates": inst.public["start"]}, "e3")
+    assert refused.text.startswith("Error") and "budget" in refused.text
+    assert "submit_structure" in refused.text
+    nudge = ep.step(assistant("hmm"))
+    assert "budget is spent" in nudge.messages[-1].text
+    step(ep, "submit_structure", {"coordinates": inst.hidden["solution"]}, "e4")
+    assert ep.end_reason == "answered" and ep.reward().success
+    assert ep.reward().component("efficiency") == pytest.approx(0.5)
+
+
+def test_nudge_reports_progress() -> None:
+    inst = TASK.instance(0, "easy", **SMALL)
+    ep = episode(inst)
+    obs = ep.step(assistant("Let me think about icosahedra."))
+    text = obs.messages[-1].text
+    assert "none yet" in text and "calls left" in text and "submit_structure" in text
+    assert f"{inst.hidden['global_minimum']:.6f}" in text
+
+
+# -- reward ------------------------------------------------------------------------
+def _submit(inst: Instance, coords: list[list[float]], energy_calls: int = 0) -> Episode:
+    ep = episode(inst)
+    for k in range(energy_calls):
+        step(ep, "energy", {"coordinates": inst.public["start"]}, f"x{k}")
+    step(ep, "submit_structure", {"coordinates": coords}, "final")
+    assert ep.end_reason == "answered"
+    return ep
+
+
+def test_reward_partial_credit_by_energy_gap() -> None:
+    inst = TASK.instance(0, "easy", **SMALL)
+    n = inst.public["n_atoms"]
+    start = np.array(inst.public["start"])
+    local_min = np.round(lbfgs(start.ravel())[0].reshape(n, 3), 6).tolist()
+
+    at_local = _submit(inst, local_min).reward()
+    at_start = _submit(inst, inst.public["start"]).reward()
+    unrelaxed = _submit(inst, perturbed(inst.hidden["solution"], 0.01)).reward()
+    solved = _submit(inst, inst.hidden["solution"]).reward()
+
+    assert not at_local.success and 0.0 < at_local.total < 0.3
+    assert 0.0 < (at_local.component("proximity") or 0.0) < 1.0
+    assert at_start.total < at_local.total
+    # scored as submitted: near the global minimum but not minimized is not a solve
+    assert not unrelaxed.success and unrelaxed.total > at_local.total
+    assert solved.success and solved.total == pytest.approx(1.0)
+
+
+def test_reward_efficiency_and_missing_answer() -> None:
+    inst = TASK.instance(2, "easy", **SMALL)
+    few = _submit(inst, inst.hidden["solution"], energy_calls=1).reward()
+    many = _submit(inst, inst.hidden["solution"], energy_calls=6).reward()
+    assert few.success and many.success and few.total > many.total
+
+    ep = episode(inst)
+    while not ep.done:
+        ep.step(assistant("no idea"))
+    assert ep.end_reason == "no_answer" and ep.reward().total == 0.0
+
+
+def test_reward_re_evaluates_instead_of_trusting_the_world() -> None:
+    inst = TASK.instance(0, "easy", **SMALL)
+    ep = _submit(inst, inst.public["start"])
+    assert isinstance(ep.world, MoleculeWorld)
+    ep.world.submitted_energy = inst.hidden["global_minimum"]  # a lie the reward must ignore
+    ep.world.best_energy = inst.hidden["global_minimum"]
+    assert not TASK.reward(inst, ep.world, ep.trajectory()).success
+
+
+# -- expert ------------------------------------------------------------------------
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_expert_solves(difficulty: str) -> None:
+    ep = run_expert(episode(TASK.instance(0, difficulty)))
+    r = ep.reward()
+    assert ep.end_reason == "answered" and r.success and r.total >= TASK.solved_threshold
+    assert [c.name for c in ep.tool_calls] == [
+        "local_minimize",
+        "local_minimize",
+        "submit_structure",
+    ]
+
+
+def test_expert_is_robust_to_interleaved_calls() -> None:
+    inst = TASK.instance(3, "easy", **SMALL)
+    ep = episode(inst)
+    expert = TASK.expert(inst)
+    step(ep, "energy", {"coordinates": inst.public["start"]}, "noise1")
+    ep.step(expert.next_turn(ep.messages))  # relaxes the start
+    step(ep, "local_minimize", {"coordinates": "garbage"}, "noise2")
+    step(ep, "energy", {"coordinates": inst.hidden["solution"]}, "noise3")
+    while not ep.done:  # the same expert object carries on from the mixed history
+        ep.step(expert.next_turn(ep.messages))
+    assert ep.reward().success
+
+
+def test_expert_submits_when_someone_else_spent_the_budget() -> None:
+    inst = TASK.instance(0, "easy", call_budget=1, **SMALL)
+    ep = episode(inst)
+    step(ep, "energy", {"coordinates": inst.public["start"]}, "noise")
+    run_expert(ep)
+    assert ep.reward().success
+    assert sum(c.is_error for c in ep.tool_calls) == 2  # its two local_minimize calls were refused
