@@ -42,7 +42,7 @@ def test_episode_timeout_is_recorded(tmp_path: Path) -> None:
     class Slow:
         name = "slow"
 
-        def policy(self, instance):
+        def policy(self, instance, sample=0):
             return self
 
         async def act(self, messages, tools):

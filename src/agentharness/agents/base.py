@@ -41,8 +41,11 @@ class Policy(Protocol):
 class Agent(Protocol):
     name: str
 
-    def policy(self, instance: Instance) -> Policy:
-        """A policy for one episode. Scripted agents may read ``instance.hidden``."""
+    def policy(self, instance: Instance, sample: int = 0) -> Policy:
+        """A policy for one episode (``sample`` of ``k`` on this instance).
+
+        Scripted agents may read ``instance.hidden``; stochastic agents vary with ``sample``.
+        """
         ...
 
     async def aclose(self) -> None: ...

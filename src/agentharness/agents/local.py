@@ -103,7 +103,7 @@ class LocalAgent:
                 self._loaded = load_model(self.model_name)
             return self._loaded
 
-    def policy(self, instance: Instance) -> _LocalPolicy:
+    def policy(self, instance: Instance, sample: int = 0) -> _LocalPolicy:
         return _LocalPolicy(self)
 
     async def aclose(self) -> None:

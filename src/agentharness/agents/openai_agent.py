@@ -20,6 +20,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.messages import FunctionCall, Message, ToolCall, to_openai_payload
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+CONNECTIONS_PER_SHARD = 16
 
 
 class OpenAIAgent:
@@ -38,8 +39,7 @@ class OpenAIAgent:
     ) -> None:
         if tool_format not in ("native", "text"):
             raise ValueError(f"tool_format must be 'native' or 'text', got {tool_format!r}")
-        import httpx
-        from openai import AsyncOpenAI, DefaultAsyncHttpxClient
+        import openai
 
         self.model = model
         self.name = f"openai:{model}"
@@ -49,16 +49,28 @@ class OpenAIAgent:
             raise AgentError(
                 "set OPENAI_API_KEY (or pass --base-url for a local server that needs no key)"
             )
-        # Retries are ours (recorded per episode), so the SDK's own are off.
-        # One connection per request in flight (the SDK's default pool caps at 1000).
-        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-        self.client = AsyncOpenAI(
-            base_url=self.base_url,
-            api_key=key or "EMPTY",
-            max_retries=0,
-            timeout=request_timeout_s,
-            http_client=DefaultAsyncHttpxClient(limits=limits, timeout=request_timeout_s),
-        )
+        # Retries are ours (recorded per episode), so the SDK's own are off. The SDK's HTTP
+        # pool scans all its connections for every request, which is quadratic at high
+        # concurrency, so requests are spread over shards of at most 64 connections each
+        # (bench/throughput.py). The Limits class comes from the SDK: its HTTP library
+        # differs across versions.
+        shards = max(1, -(-concurrency // CONNECTIONS_PER_SHARD))
+        per_shard = -(-concurrency // shards)
+        limits_cls = type(openai.DEFAULT_CONNECTION_LIMITS)
+        self.clients = [
+            openai.AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=key or "EMPTY",
+                max_retries=0,
+                timeout=request_timeout_s,
+                http_client=openai.DefaultAsyncHttpxClient(
+                    limits=limits_cls(max_connections=per_shard, max_keepalive_connections=per_shard),
+                    timeout=request_timeout_s,
+                ),
+            )
+            for _ in range(shards)
+        ]
+        self._next_shard = 0
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.tool_format = tool_format
@@ -66,13 +78,22 @@ class OpenAIAgent:
         self._semaphore = asyncio.Semaphore(concurrency)
         self._rng = random.Random(0)
 
-    def policy(self, instance: Instance) -> _OpenAIPolicy:
-        return _OpenAIPolicy(self)
+    def policy(self, instance: Instance, sample: int = 0) -> _OpenAIPolicy:
+        # An episode keeps one shard so its requests reuse a warm connection.
+        self._next_shard = (self._next_shard + 1) % len(self.clients)
+        return _OpenAIPolicy(self, self.clients[self._next_shard])
+
+    @property
+    def client(self) -> Any:
+        return self.clients[0]
 
     async def aclose(self) -> None:
-        await self.client.close()
+        for client in self.clients:
+            await client.close()
 
-    async def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AgentTurn:
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]], client: Any = None
+    ) -> AgentTurn:
         import openai
 
         if self.tool_format == "text":
@@ -90,7 +111,12 @@ class OpenAIAgent:
             try:
                 async with self._semaphore:
                     usage.requests += 1
-                    response = await self.client.chat.completions.create(**request)
+                    # The low-level post skips the SDK's per-field request transform, which
+                    # costs ~10 ms per call on long conversations (bench/throughput.py); the
+                    # body is already in wire format.
+                    response = await (client or self.clients[0]).post(
+                        "/chat/completions", cast_to=openai.types.chat.ChatCompletion, body=request
+                    )
                 if not response.choices:
                     raise _Transient("the server returned no choices")
                 break
@@ -150,11 +176,12 @@ class _Transient(Exception):
 
 
 class _OpenAIPolicy:
-    def __init__(self, agent: OpenAIAgent) -> None:
+    def __init__(self, agent: OpenAIAgent, client: Any) -> None:
         self.agent = agent
+        self.client = client
 
     async def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> AgentTurn:
-        return await self.agent.complete(messages, tools)
+        return await self.agent.complete(messages, tools, self.client)
 
 
 def _describe(e: Exception) -> str:

@@ -27,7 +27,7 @@ class ExpertAgent:
 
     name = "expert"
 
-    def policy(self, instance: Instance) -> _ExpertPolicy:
+    def policy(self, instance: Instance, sample: int = 0) -> _ExpertPolicy:
         return _ExpertPolicy(get_task(instance.task).expert(instance))
 
     async def aclose(self) -> None:
@@ -50,8 +50,8 @@ class RandomAgent:
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
 
-    def policy(self, instance: Instance) -> _RandomPolicy:
-        return _RandomPolicy(_rng_for(instance, f"random:{self.seed}"))
+    def policy(self, instance: Instance, sample: int = 0) -> _RandomPolicy:
+        return _RandomPolicy(_rng_for(instance, f"random:{self.seed}:{sample}"))
 
     async def aclose(self) -> None:
         return None
@@ -131,9 +131,9 @@ class NoisyAgent:
         self.seed = seed
         self.name = f"noisy:{rate:g}"
 
-    def policy(self, instance: Instance) -> _NoisyPolicy:
+    def policy(self, instance: Instance, sample: int = 0) -> _NoisyPolicy:
         expert = get_task(instance.task).expert(instance)
-        return _NoisyPolicy(expert, self.rate, _rng_for(instance, f"noisy:{self.rate}:{self.seed}"))
+        return _NoisyPolicy(expert, self.rate, _rng_for(instance, f"noisy:{self.rate}:{self.seed}:{sample}"))
 
     async def aclose(self) -> None:
         return None
@@ -156,7 +156,7 @@ class NothingAgent:
 
     name = "nothing"
 
-    def policy(self, instance: Instance) -> _NothingPolicy:
+    def policy(self, instance: Instance, sample: int = 0) -> _NothingPolicy:
         return _NothingPolicy()
 
     async def aclose(self) -> None:

@@ -1,3 +1,167 @@
-"""`bootcamp` commands of this group (registered on the app in cli/main.py)."""
+"""`bootcamp export sft|rl|groups`: run directories as training data (registered in cli/main.py).
+
+The formats are documented in :mod:`agentharness.export.sft` and :mod:`agentharness.export.rl`.
+"""
 
 from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+
+from agentharness.cli.app import app, console, err, fail
+
+T = TypeVar("T")
+
+export_app = typer.Typer(
+    help="Export runs as training data: SFT JSONL, RL prompts (verl parquet / TRL JSONL), GRPO groups.",
+    no_args_is_help=True,
+)
+app.add_typer(export_app, name="export")
+
+RunsArg = Annotated[
+    list[Path], typer.Argument(help="run directories (made by `bootcamp eval`)", show_default=False)
+]
+OutOpt = Annotated[Path, typer.Option("-o", "--out", help="file to write", show_default=False)]
+MixedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-mixed-versions",
+        help="accept runs that mix versions of a task (rows keep their ids)",
+    ),
+]
+
+
+def _run(action: Callable[[], T]) -> T:
+    """Run an export; warnings (skipped lines, ...) go to stderr, bad input to a clean exit."""
+    from agentharness.export.common import ExportError
+
+    error: ExportError | None = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = action()
+        except ExportError as e:
+            error = e
+    for w in caught:
+        if not issubclass(w.category, DeprecationWarning | FutureWarning):
+            err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+    if error is not None:
+        raise fail(str(error)) from error
+    return result
+
+
+@export_app.command("sft")
+def export_sft_command(
+    runs: RunsArg,
+    out: OutOpt,
+    per_turn: Annotated[
+        bool, typer.Option("--per-turn", help="one prompt/completion row per assistant turn")
+    ] = False,
+    tool_format: Annotated[
+        str,
+        typer.Option(
+            help="native: tool_calls + tools column; text: as the local agent sees it "
+            "(<tool_call> text, schemas in the system prompt)"
+        ),
+    ] = "native",
+    no_images: Annotated[
+        bool, typer.Option("--no-images", help="replace images with a text placeholder")
+    ] = False,
+    allow_mixed_versions: MixedOpt = False,
+) -> None:
+    """Conversational JSONL (messages + tools [+ images]) for HF datasets and TRL's SFTTrainer."""
+    from agentharness.export.sft import TOOL_FORMATS, export_sft, images_dir_for
+
+    if tool_format not in TOOL_FORMATS:
+        raise fail(f"--tool-format must be one of {', '.join(TOOL_FORMATS)}, got {tool_format!r}")
+    n = _run(
+        lambda: export_sft(
+            runs,
+            out,
+            per_turn=per_turn,
+            tool_format=tool_format,  # type: ignore[arg-type]
+            images=not no_images,
+            allow_mixed_versions=allow_mixed_versions,
+        )
+    )
+    console.print(f"wrote {n} rows to {out}")
+    if images_dir_for(out).is_dir():
+        console.print(f"images in {images_dir_for(out)}")
+
+
+@export_app.command("rl")
+def export_rl_command(
+    out: OutOpt,
+    runs: Annotated[
+        list[Path] | None,
+        typer.Argument(help="run directories (or use --instances)", show_default=False),
+    ] = None,
+    instances: Annotated[
+        Path | None, typer.Option(help="instances JSONL (from `bootcamp generate` or `synth`)")
+    ] = None,
+    format: Annotated[
+        str, typer.Option("--format", help="verl (parquet + tool/interaction YAML) or trl (JSONL)")
+    ] = "verl",
+    split: Annotated[str, typer.Option(help="split name stored in verl's extra_info")] = "train",
+    allow_mixed_versions: MixedOpt = False,
+) -> None:
+    """RL prompts with everything the reward needs (the serialized instance)."""
+    from agentharness.export.rl import RL_FORMATS, export_rl
+    from agentharness.export.verl import config_paths
+
+    if format not in RL_FORMATS:
+        raise fail(f"--format must be one of {', '.join(RL_FORMATS)}, got {format!r}")
+    if bool(runs) == (instances is not None):
+        raise fail("give run directories or --instances FILE (one of them)")
+    suffix = out.suffix.lower()
+    if (format == "trl" and suffix == ".parquet") or (
+        format == "verl" and suffix in (".jsonl", ".json")
+    ):
+        raise fail(
+            f"--format {format} writes {'JSONL' if format == 'trl' else 'parquet'}; "
+            f"name the output accordingly (got {out.name})"
+        )
+    loaded = None
+    if instances is not None:
+        from agentharness.cli.main import read_instances
+
+        loaded = read_instances(instances)
+    n = _run(
+        lambda: export_rl(
+            runs or None,
+            out,
+            instances=loaded,
+            format=format,  # type: ignore[arg-type]
+            split=split,
+            allow_mixed_versions=allow_mixed_versions,
+        )
+    )
+    console.print(f"wrote {n} prompts to {out}")
+    if format == "verl":
+        tools_yaml, interaction_yaml = config_paths(out)
+        console.print(
+            f"verl tool config: {tools_yaml}\nverl interaction config: {interaction_yaml}"
+        )
+
+
+@export_app.command("groups")
+def export_groups_command(
+    runs: RunsArg,
+    out: OutOpt,
+    k: Annotated[
+        int | None, typer.Option("-k", help="keep only groups of exactly k rollouts")
+    ] = None,
+    eps: Annotated[float, typer.Option(help="advantage = (r - mean) / (std + eps)")] = 1e-6,
+    allow_mixed_versions: MixedOpt = False,
+) -> None:
+    """GRPO groups (JSONL): k rollouts per instance, rewards, normalized advantages."""
+    from agentharness.export.rl import export_groups
+
+    n = _run(
+        lambda: export_groups(runs, out, k=k, eps=eps, allow_mixed_versions=allow_mixed_versions)
+    )
+    console.print(f"wrote {n} groups to {out}")

@@ -1,3 +1,370 @@
-"""`bootcamp` commands of this group (registered on the app in cli/main.py)."""
+"""`bootcamp mine | synth | filter | compare | loop`: the closed-loop stages on run directories.
+
+Thin wrappers: each reads its runs through :mod:`agentharness.loop.runs` (clear errors for
+missing or foreign directories, corrupt lines skipped with a warning), calls the pure
+stage function and prints the result (``--json`` for machines).
+"""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from agentharness.cli.app import app, console, err, fail
+from agentharness.loop.runs import LoadedRuns, LoopInputError, load_runs, mixed_versions
+
+
+def _load(runs: list[Path], *, resolve_images: bool = False) -> LoadedRuns:
+    try:
+        loaded = load_runs(runs, resolve_images=resolve_images)
+    except LoopInputError as e:
+        raise fail(str(e)) from e
+    for w in loaded.warnings:
+        err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+    mixed = mixed_versions(loaded.records)
+    if mixed:
+        err.print(f"[yellow]warning:[/] {mixed}", highlight=False)
+    return loaded
+
+
+def _warn_mixed_runs(loaded: LoadedRuns) -> list[str]:
+    mixed = mixed_versions(loaded.records)
+    return [*loaded.warnings, *([mixed] if mixed else [])]
+
+
+@app.command("mine")
+def mine_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="run directories to mine")],
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    examples: Annotated[int, typer.Option(help="example episodes per cluster")] = 3,
+    top: Annotated[int, typer.Option(help="clusters to print")] = 10,
+) -> None:
+    """Failure clusters: what fails (task, difficulty, knob bins, end reason, weakest reward
+    component) and how often, with example episodes."""
+    from agentharness.loop.mine import mine
+
+    loaded = _load(runs)
+    report = mine(
+        loaded.records,
+        examples=examples,
+        runs=[str(r) for r in runs],
+        warnings=_warn_mixed_runs(loaded),
+    )
+    if as_json:
+        print(report.model_dump_json(indent=2))
+        return
+    for line in report.summary_lines(top=top):
+        console.print(line, markup=False, highlight=False)
+    for title, rows in (
+        ("end reasons", report.by_end_reason),
+        ("weakest component (failures)", report.by_weakest),
+        ("knob bins that vary", report.by_knob[:15]),
+    ):
+        if not rows:
+            continue
+        table = Table(title, "episodes", "failures", "rate")
+        for s in rows:
+            table.add_row(s.group, str(s.episodes), str(s.failures), f"{s.rate:.0%}")
+        console.print(table)
+
+
+@app.command("synth")
+def synth_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="run directories whose failures to target")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="JSONL file of instances to write")],
+    n: Annotated[int, typer.Option("-n", help="instances to synthesize in all")] = 20,
+    seed: Annotated[int, typer.Option(help="synthesis seed (same inputs + seed, same output)")] = 0,
+    exclude: Annotated[
+        list[Path] | None,
+        typer.Option(help="instances JSONL never to reproduce (e.g. a held-out set); repeatable"),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="expert validations in flight")] = 4,
+    max_attempts: Annotated[int, typer.Option(help="tries per slot before giving up")] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """New instances around the failures: neighbours under the same conditions, plus harder
+    and easier variants. Each is solved by the expert before it is written, and records
+    its provenance (cluster, source episodes, parent instance, variant)."""
+    from agentharness.cli.main import read_instances
+    from agentharness.loop.pipeline import write_instances
+    from agentharness.loop.synthesize import synthesize
+
+    if n < 0:
+        raise fail("-n must be >= 0")
+    if out.is_dir():
+        raise fail(f"{out} is a directory; -o takes a .jsonl file")
+    loaded = _load(runs)
+    excluded = {i.instance_id for path in exclude or [] for i in read_instances(path)}
+    instances, report = synthesize(
+        loaded.records,
+        n=n,
+        seed=seed,
+        exclude=excluded,
+        concurrency=concurrency,
+        max_attempts=max_attempts,
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_instances(out, instances)
+    if as_json:
+        print(report.model_dump_json(indent=2))
+        return
+    if not report.clusters:
+        console.print(f"no failures in {', '.join(map(str, runs))}: nothing to synthesize")
+    variants = ", ".join(f"{v} {c}" for v, c in report.by_variant.items()) or "none"
+    console.print(
+        f"wrote {report.written} of {n} requested instances to {out} ({variants}) "
+        f"around {len(report.clusters)} failure cluster(s)",
+        highlight=False,
+    )
+    if report.rejected:
+        rejected = ", ".join(f"{k}={v}" for k, v in report.rejected.items())
+        console.print(f"rejected candidates: {rejected}", highlight=False)
+    if report.unfilled:
+        err.print(
+            f"[yellow]warning:[/] {report.unfilled} slot(s) found no instance the expert solves "
+            f"in {max_attempts} attempts",
+            highlight=False,
+        )
+
+
+@app.command("filter")
+def filter_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="run directories to filter")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="run directory to write")],
+    min_reward: Annotated[
+        float | None, typer.Option(help="drop episodes below this reward")
+    ] = None,
+    success_only: Annotated[bool, typer.Option(help="keep successful episodes only")] = False,
+    max_turns: Annotated[int | None, typer.Option(help="drop episodes with more turns")] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(help="drop longer conversations (estimated at 4 characters per token)"),
+    ] = None,
+    allow_tool_errors: Annotated[bool, typer.Option(help="keep episodes with tool errors")] = False,
+    allow_format_errors: Annotated[
+        bool, typer.Option(help="keep episodes with malformed turns")
+    ] = False,
+    keep_duplicates: Annotated[
+        bool, typer.Option(help="keep identical action sequences on the same instance")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print counts as JSON")] = False,
+) -> None:
+    """Keep the trajectories worth learning from, as a new run directory; say what was
+    dropped and why."""
+    from pydantic import ValidationError
+
+    from agentharness.loop.filter import FilterCriteria, filter_records
+    from agentharness.store.run import RunDir
+
+    try:
+        criteria = FilterCriteria(
+            min_reward=min_reward,
+            success_only=success_only,
+            max_turns=max_turns,
+            max_tokens=max_tokens,
+            allow_tool_errors=allow_tool_errors,
+            allow_format_errors=allow_format_errors,
+            dedupe=not keep_duplicates,
+        )
+    except ValidationError as e:
+        raise fail(f"bad filter option: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}") from e
+    target = out.resolve()
+    if any(target == r.resolve() for r in runs):
+        raise fail(f"-o {out} is one of the input runs; write the filtered run elsewhere")
+    existing = RunDir(out)
+    if out.exists() and not out.is_dir():
+        raise fail(f"{out} exists and is not a directory; choose another -o")
+    if existing.episodes_path.exists() and existing.run_info().get("command") != "filter":
+        raise fail(
+            f"{out} already holds a run that filter did not make; refusing to overwrite it "
+            "(choose an empty -o)"
+        )
+    loaded = _load(runs, resolve_images=True)
+    result = filter_records(loaded.records, criteria)
+    counts = result.counts()
+    RunDir(out).write_all(
+        result.kept,
+        {
+            "command": "filter",
+            "sources": [str(r) for r in runs],
+            "criteria": criteria.model_dump(mode="json"),
+            "input_episodes": result.total,
+            "kept": len(result.kept),
+            "dropped": counts,
+        },
+    )
+    if as_json:
+        summary: dict[str, Any] = {
+            "out": str(out),
+            "input": result.total,
+            "kept": len(result.kept),
+            "dropped": counts,
+            "examples": result.details,
+        }
+        print(json.dumps(summary, indent=2))
+        return
+    console.print(f"kept {len(result.kept)} of {result.total} episodes -> {out}", highlight=False)
+    for reason, count in counts.items():
+        console.print(
+            f"  dropped {count} {reason} (e.g. {result.details[reason]})",
+            markup=False,
+            highlight=False,
+        )
+
+
+@app.command("compare")
+def compare_cmd(
+    run_a: Annotated[Path, typer.Argument(help="baseline run (A)")],
+    run_b: Annotated[Path, typer.Argument(help="new run (B); deltas are B - A")],
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+    n_boot: Annotated[int, typer.Option(help="bootstrap resamples")] = 2000,
+    confidence: Annotated[float, typer.Option(help="interval level")] = 0.95,
+) -> None:
+    """Per-task mean reward and success of two runs, deltas with bootstrap confidence
+    intervals; paired by instance when both runs used the same instances."""
+    from agentharness.loop.compare import compare
+
+    a = _load([run_a])
+    b = _load([run_b])
+    try:
+        report = compare(
+            a.records,
+            b.records,
+            seed=seed,
+            n_boot=n_boot,
+            confidence=confidence,
+            run_a=str(run_a),
+            run_b=str(run_b),
+        )
+    except (LoopInputError, ValueError) as e:
+        raise fail(str(e)) from e
+    if as_json:
+        print(report.model_dump_json(indent=2))
+        return
+    table = Table(
+        "task",
+        "instances",
+        "reward A -> B",
+        f"Δ reward [{confidence:.0%} CI]",
+        "success A -> B",
+        "verdict",
+        title=f"B = {run_b} vs A = {run_a}",
+    )
+    for t in [*report.tasks, *([report.overall] if report.overall else [])]:
+        ci = t.reward.ci
+        ci_text = f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""
+        table.add_row(
+            t.task,
+            f"{t.instances_a}/{t.instances_b} {'paired' if t.paired else 'unpaired'}",
+            f"{t.reward.a:.3f} -> {t.reward.b:.3f}",
+            f"{t.reward.delta:+.3f}{ci_text}",
+            f"{t.success.a:.0%} -> {t.success.b:.0%}",
+            t.verdict,
+        )
+    console.print(table)
+    for name, only in (("A", report.only_in_a), ("B", report.only_in_b)):
+        if only:
+            console.print(f"only in {name} (not compared): {', '.join(only)}", highlight=False)
+
+
+@app.command("loop")
+def loop_cmd(
+    student: Annotated[str, typer.Option(help="agent to improve, as in `eval --agent`")],
+    out: Annotated[Path, typer.Option(help="loop directory (re-run to resume)")],
+    teacher: Annotated[str, typer.Option(help="agent whose rollouts become training data")] = (
+        "expert"
+    ),
+    tasks: Annotated[str, typer.Option(help="comma-separated task ids, or 'all'")] = "all",
+    rounds: Annotated[int, typer.Option(help="rounds (raise it later to continue a loop)")] = 1,
+    student_model: Annotated[str | None, typer.Option(help="student --model")] = None,
+    student_base_url: Annotated[str | None, typer.Option(help="student --base-url")] = None,
+    teacher_model: Annotated[str | None, typer.Option(help="teacher --model")] = None,
+    teacher_base_url: Annotated[str | None, typer.Option(help="teacher --base-url")] = None,
+    heldout_n: Annotated[
+        int, typer.Option("--heldout-n", "-n", help="held-out instances per task and difficulty")
+    ] = 10,
+    difficulty: Annotated[str, typer.Option(help="difficulty, or a comma-separated list")] = (
+        "medium"
+    ),
+    seed: Annotated[int, typer.Option(help="seed of the held-out set, synthesis and CIs")] = 0,
+    eval_k: Annotated[int, typer.Option(help="student samples per held-out instance")] = 1,
+    synth_n: Annotated[int, typer.Option(help="instances synthesized per round")] = 20,
+    teacher_k: Annotated[int, typer.Option(help="teacher samples per synthesized instance")] = 1,
+    min_reward: Annotated[float | None, typer.Option(help="filter: minimum reward")] = None,
+    success_only: Annotated[bool, typer.Option(help="filter: successful episodes only")] = True,
+    max_turns: Annotated[int | None, typer.Option(help="filter: most turns")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="filter: longest conversation")] = None,
+    allow_tool_errors: Annotated[bool, typer.Option(help="filter: keep tool errors")] = False,
+    trainer: Annotated[str, typer.Option(help="none | sft | grpo")] = "none",
+    train_max_steps: Annotated[int | None, typer.Option(help="trainer step limit")] = None,
+    temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
+    agent_seed: Annotated[int, typer.Option(help="seed for scripted/local sampling")] = 0,
+    concurrency: Annotated[int, typer.Option(help="episodes in flight")] = 8,
+) -> None:
+    """The closed loop: eval on a fixed held-out set, mine, synth, teacher rollouts, filter,
+    export, train (with --trainer), re-eval and compare. Each stage has its own
+    subdirectory of OUT; re-running the same command resumes where it stopped."""
+    from pydantic import ValidationError
+
+    from agentharness.loop.pipeline import TRAINERS, LoopConfig, run_loop
+
+    if trainer not in TRAINERS:
+        raise fail(f"--trainer must be one of {', '.join(TRAINERS)}, got {trainer!r}")
+    try:
+        config = LoopConfig(
+            student=student,
+            student_model=student_model,
+            student_base_url=student_base_url,
+            teacher=teacher,
+            teacher_model=teacher_model,
+            teacher_base_url=teacher_base_url,
+            tasks=tasks,
+            heldout_n=heldout_n,
+            difficulty=difficulty,
+            seed=seed,
+            eval_k=eval_k,
+            synth_n=synth_n,
+            teacher_k=teacher_k,
+            min_reward=min_reward,
+            success_only=success_only,
+            max_turns=max_turns,
+            max_tokens=max_tokens,
+            allow_tool_errors=allow_tool_errors,
+            trainer=trainer,
+            train_max_steps=train_max_steps,
+            temperature=temperature,
+            agent_seed=agent_seed,
+            rounds=rounds,
+            concurrency=concurrency,
+        )
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise fail(f"bad option --{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from e
+
+    def log(message: str) -> None:
+        err.print(message, markup=False, highlight=False)
+
+    try:
+        summary = run_loop(config, out, log=log)
+    except LoopInputError as e:
+        raise fail(str(e)) from e
+    table = Table("round", "failures", "synth / kept", "trained", "reward", "Δ [CI]", "verdict")
+    for r in summary["rounds"]:
+        c = r["compare"]
+        ci = c.get("ci")
+        table.add_row(
+            str(r["round"]),
+            str(r["failures"]),
+            f"{r['synthesized']} / {r['kept']}",
+            "yes" if r["trained"] else "no",
+            f"{c['reward_before']:.3f} -> {c['reward_after']:.3f}" if c.get("compared") else "-",
+            f"{c['delta']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "-",
+            str(c.get("verdict", "-")),
+        )
+    console.print(table)
+    console.print(f"loop directory: {out} (summary.json, round_*/)", highlight=False)

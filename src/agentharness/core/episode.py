@@ -133,11 +133,6 @@ class Episode:
     def done(self) -> bool:
         return self.end_reason is not None
 
-    @property
-    def prompt_length(self) -> int:
-        """How many leading messages are the prompt."""
-        return len(self.spec.generator.prompt(self.instance))
-
     # -- stepping -------------------------------------------------------------------
     def step(self, turn: Message | dict[str, Any] | str, usage: Usage | None = None) -> Observation:
         """Apply one assistant turn; run its tool calls synchronously."""

@@ -19,16 +19,18 @@ from agentharness.core.task import Budgets, TaskSpec
 
 ENTRY_POINT_GROUP = "agentharness.tasks"
 
+# The ten tasks of the suite, in the order of TASKS.md (text first, then vision).
 BUILTIN_TASKS: tuple[str, ...] = (
-    "escape_room",
-    "tsp_vision",
-    "thermal",
-    "finance",
-    "harmony",
-    "flange",
     "battery",
-    "molecule",
+    "finance",
     "robot_reach",
+    "thermal",
+    "molecule",
+    "harmony",
+    "escape_room",
+    "holdem",
+    "flange",
+    "tsp_vision",
 )
 
 _REGISTRY: dict[str, TaskSpec] = {}

@@ -12,6 +12,7 @@ with ``is_error=True`` whose text tells the agent what went wrong. It never rais
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import inspect
 import json
 import math
@@ -118,6 +119,7 @@ class World:
     """
 
     _specs_cache: ClassVar[dict[type, dict[str, ToolSpec]]] = {}
+    _schemas_cache: ClassVar[dict[type, list[dict[str, Any]]]] = {}
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
@@ -146,7 +148,10 @@ class World:
 
     @classmethod
     def tool_schemas(cls) -> list[dict[str, Any]]:
-        return [s.openai_schema() for s in cls.tool_specs().values()]
+        """OpenAI function schemas of the tools (a fresh copy; built once per class)."""
+        if cls not in World._schemas_cache:
+            World._schemas_cache[cls] = [s.openai_schema() for s in cls.tool_specs().values()]
+        return copy.deepcopy(World._schemas_cache[cls])
 
     # -- execution ------------------------------------------------------------------
     def execute(self, name: str, arguments: dict[str, Any] | str) -> ToolResult:

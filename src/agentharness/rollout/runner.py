@@ -174,7 +174,7 @@ async def run(
                 failed.append(f"{item.instance_id()}: {type(e).__name__}: {e}")
                 return
             episode, timings = await run_one(
-                instance, agent.policy(instance), budgets=budgets, timeout_s=episode_timeout_s
+                instance, agent.policy(instance, sample=item.sample), budgets=budgets, timeout_s=episode_timeout_s
             )
             record = EpisodeRecord.from_episode(
                 episode, agent=agent.name, sample=item.sample, timings=timings

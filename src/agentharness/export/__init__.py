@@ -1,0 +1,15 @@
+"""Export stage: run directories as training data.
+
+* :mod:`agentharness.export.sft` — conversational JSONL (messages + tools [+ images]) for HF
+  ``datasets`` and TRL's ``SFTTrainer``; ``native`` or ``text`` tool format; per-turn rows.
+* :mod:`agentharness.export.rl` — RL prompts carrying the serialized instance: verl parquet
+  (with tool/interaction configs from :mod:`agentharness.export.verl`), TRL JSONL, and GRPO
+  groups with normalized advantages.
+
+Every exporter is a pure function of its input records; bad input raises
+:class:`~agentharness.export.common.ExportError` with a message saying what to fix.
+"""
+
+from agentharness.export.common import ExportError
+
+__all__ = ["ExportError"]

@@ -1,0 +1,419 @@
+"""RL export: prompts with everything the reward needs, for verl and TRL; GRPO groups.
+
+Prompts come from the instances of run directories (one row per distinct instance, in
+order of first appearance) or from an instances file. The reward is recomputed by
+re-running the episode, so every row carries the serialized :class:`~agentharness.core.instance.Instance`
+(``Instance.model_validate_json(...)`` restores it).
+
+**verl** (``format="verl"``): a parquet file in the layout of verl's multi-turn examples
+(``examples/data_preprocess/gsm8k_multiturn_w_tool.py``), one row per instance:
+
+=================  ==========================================================================
+column             value
+=================  ==========================================================================
+data_source        ``"agentharness/<task id>"`` (verl reports validation metrics per source)
+prompt             list<struct<role: string, content: string>>: the opening messages; each
+                   image becomes ``<image>`` in the text (verl's multimodal convention)
+ability            ``"agent"``
+reward_model       struct<style: ``"rule"``, ground_truth: the Instance as a JSON string>
+extra_info         struct<split, index: int64, task, instance_id, need_tools_kwargs: true,
+                   tools_kwargs, interaction_kwargs>
+images             (only when some prompt has images) list<struct<bytes: binary, path: string>>,
+                   in ``<image>`` order, the storage of ``datasets.Image``
+=================  ==========================================================================
+
+``tools_kwargs`` has one entry per tool in the tool config written beside the parquet,
+``{"create_kwargs": {"instance": <Instance JSON>}}`` for the row's own task's tools and
+``{"create_kwargs": {"instance": null}}`` for the tools of other tasks in the same file:
+every row has the same keys, so parquet stores it as one struct without null entries (verl
+reads ``tools_kwargs[name]["create_kwargs"]`` for each call), and a tool whose ``instance``
+is null is not part of that row's task. ``interaction_kwargs`` is ``{"name": "agentharness",
+"instance": <Instance JSON>}``. The tool config (``<out stem>.tools.yaml``) and interaction
+config (``<out stem>.interaction.yaml``) are written next to the parquet; see
+:mod:`agentharness.export.verl`.
+
+**TRL** (``format="trl"``): JSON Lines for ``datasets.load_dataset("json", ...)``, one row per
+instance::
+
+    {"prompt": [OpenAI chat messages], "instance": "<Instance JSON>", "task": "thermal-v1",
+     "instance_id": "...", "difficulty": "easy", "seed": 3}
+
+plus, when some prompt has images, ``"images": [paths]`` with ``{"type": "image"}``
+placeholders in the message contents (TRL's VLM layout; files under ``<out stem>_images/``).
+The trainer builds the environment from ``instance`` (``agentharness.episode_for``), so
+tools are not repeated in the rows.
+
+**GRPO groups** (:func:`grpo_groups`): the rollouts of one instance by one agent form a
+group; advantages are ``(r - mean) / (std + eps)`` with the sample standard deviation
+(``ddof=1``, as TRL and verl compute it). A group whose rewards are all equal carries no
+learning signal: it is flagged ``"degenerate": true`` and its advantages are 0.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from agentharness.core.instance import Instance
+from agentharness.core.messages import ImagePart, Message, TextPart
+from agentharness.export import verl as verl_config
+from agentharness.export.common import (
+    ExportError,
+    ImageStore,
+    check_versions,
+    image_ref,
+    load_runs,
+    prompt_messages,
+    write_jsonl,
+)
+from agentharness.store.schema import EpisodeRecord
+
+RLFormat = Literal["verl", "trl"]
+RL_FORMATS: tuple[str, ...] = ("verl", "trl")
+VERL_IMAGE_TOKEN = "<image>"
+
+
+@dataclass(frozen=True)
+class RLItem:
+    """One prompt to train on: the instance, its opening messages and its tool schemas."""
+
+    instance: Instance
+    prompt: list[Message]
+    tools: list[dict[str, Any]]
+
+
+def items_from_records(records: Sequence[EpisodeRecord]) -> list[RLItem]:
+    """One item per distinct instance, in order of first appearance (images must be inline)."""
+    seen: set[str] = set()
+    items: list[RLItem] = []
+    for r in records:
+        key = r.instance.instance_id
+        if key in seen:
+            continue
+        seen.add(key)
+        items.append(RLItem(instance=r.instance, prompt=prompt_messages(r), tools=r.tools))
+    return items
+
+
+def items_from_instances(instances: Sequence[Instance]) -> list[RLItem]:
+    """Items for stored instances, prompts rendered by their (registered) tasks."""
+    from agentharness.core.registry import UnknownTaskError, get_task
+
+    items: list[RLItem] = []
+    seen: set[str] = set()
+    for inst in instances:
+        if inst.instance_id in seen:
+            continue
+        seen.add(inst.instance_id)
+        try:
+            spec = get_task(inst.task)
+        except UnknownTaskError as e:
+            raise ExportError(str(e)) from e
+        prompt = list(spec.generator.prompt(inst))
+        items.append(RLItem(instance=inst, prompt=prompt, tools=spec.world.tool_schemas()))
+    return items
+
+
+# -- verl -----------------------------------------------------------------------------
+
+
+def _verl_prompt(messages: Sequence[Message]) -> tuple[list[dict[str, str]], list[bytes]]:
+    out: list[dict[str, str]] = []
+    images: list[bytes] = []
+    for m in messages:
+        if isinstance(m.content, list):
+            pieces = []
+            for p in m.content:
+                if isinstance(p, TextPart):
+                    pieces.append(p.text)
+                elif isinstance(p, ImagePart):
+                    png = p.png_bytes()
+                    if png is None:
+                        raise ExportError(
+                            "a prompt image is not inline; read runs with resolve_images=True"
+                        )
+                    pieces.append(VERL_IMAGE_TOKEN)
+                    images.append(png)
+            text = "\n".join(pieces)
+        else:
+            text = m.content or ""
+        out.append({"role": m.role, "content": text})
+    return out, images
+
+
+def verl_rows(
+    items: Sequence[RLItem], *, split: str = "train"
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """verl rows (see the module docstring) and the tools they use (for the tool config)."""
+    tools = verl_config.collect_tools((it.instance.task, it.tools) for it in items)
+    rows: list[dict[str, Any]] = []
+    any_images = False
+    for index, it in enumerate(items):
+        instance_json = it.instance.model_dump_json()
+        own = {t.get("function", {}).get("name") for t in it.tools}
+        prompt, images = _verl_prompt(it.prompt)
+        any_images = any_images or bool(images)
+        rows.append(
+            {
+                "data_source": f"agentharness/{it.instance.task}",
+                "prompt": prompt,
+                "ability": "agent",
+                "reward_model": {"style": "rule", "ground_truth": instance_json},
+                "extra_info": {
+                    "split": split,
+                    "index": index,
+                    "task": it.instance.task,
+                    "instance_id": it.instance.instance_id,
+                    "need_tools_kwargs": True,
+                    "tools_kwargs": {
+                        name: {
+                            "create_kwargs": {"instance": instance_json if name in own else None}
+                        }
+                        for name in tools
+                    },
+                    "interaction_kwargs": {
+                        "name": verl_config.INTERACTION_NAME,
+                        "instance": instance_json,
+                    },
+                },
+                "images": [{"bytes": png, "path": None} for png in images],
+            }
+        )
+    if not any_images:
+        for row in rows:
+            del row["images"]
+    return rows, tools
+
+
+def verl_schema(tool_names: Sequence[str], with_images: bool) -> Any:
+    """The explicit Arrow schema of the verl parquet (so no type depends on inference)."""
+    import pyarrow as pa
+
+    kwargs_type = pa.struct(
+        [pa.field("create_kwargs", pa.struct([pa.field("instance", pa.string())]))]
+    )
+    extra = pa.struct(
+        [
+            pa.field("split", pa.string()),
+            pa.field("index", pa.int64()),
+            pa.field("task", pa.string()),
+            pa.field("instance_id", pa.string()),
+            pa.field("need_tools_kwargs", pa.bool_()),
+            pa.field("tools_kwargs", pa.struct([pa.field(n, kwargs_type) for n in tool_names])),
+            pa.field(
+                "interaction_kwargs",
+                pa.struct([pa.field("name", pa.string()), pa.field("instance", pa.string())]),
+            ),
+        ]
+    )
+    fields = [
+        pa.field("data_source", pa.string()),
+        pa.field(
+            "prompt",
+            pa.list_(pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])),
+        ),
+        pa.field("ability", pa.string()),
+        pa.field(
+            "reward_model",
+            pa.struct([pa.field("style", pa.string()), pa.field("ground_truth", pa.string())]),
+        ),
+        pa.field("extra_info", extra),
+    ]
+    if with_images:
+        fields.append(
+            pa.field(
+                "images",
+                pa.list_(
+                    pa.struct([pa.field("bytes", pa.binary()), pa.field("path", pa.string())])
+                ),
+            )
+        )
+    return pa.schema(fields)
+
+
+def write_verl(items: Sequence[RLItem], out: Path, *, split: str = "train") -> int:
+    """Write the verl parquet and its tool/interaction YAML next to it; returns rows written."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as e:
+        raise ExportError("the verl export needs pyarrow: pip install 'agentharness[data]'") from e
+    rows, tools = verl_rows(items, split=split)
+    schema = verl_schema(list(tools), with_images=bool(rows) and "images" in rows[0])
+    table = pa.Table.from_pylist(rows, schema=schema)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, out)
+    verl_config.write_configs(tools, out)
+    return len(rows)
+
+
+# -- TRL ------------------------------------------------------------------------------
+
+
+def trl_rows(
+    items: Sequence[RLItem], *, image_store: ImageStore | None = None
+) -> list[dict[str, Any]]:
+    """TRL prompt rows (see the module docstring)."""
+    rows: list[dict[str, Any]] = []
+    for it in items:
+        prompt: list[dict[str, Any]] = []
+        refs: list[str] = []
+        for m in it.prompt:
+            if isinstance(m.content, list) and m.images:
+                parts: list[dict[str, Any]] = []
+                for p in m.content:
+                    if isinstance(p, TextPart):
+                        parts.append({"type": "text", "text": p.text})
+                    else:
+                        parts.append({"type": "image"})
+                        refs.append(image_ref(p, image_store))
+                prompt.append({"role": m.role, "content": parts})
+            else:
+                prompt.append({"role": m.role, "content": m.text})
+        inst = it.instance
+        rows.append(
+            {
+                "prompt": prompt,
+                "instance": inst.model_dump_json(),
+                "task": inst.task,
+                "instance_id": inst.instance_id,
+                "difficulty": inst.difficulty,
+                "seed": inst.seed,
+                "images": refs,
+            }
+        )
+    if not any(row["images"] for row in rows):
+        for row in rows:
+            del row["images"]
+    return rows
+
+
+# -- entry point ----------------------------------------------------------------------
+
+
+def export_rl(
+    run_dirs: Sequence[Path] | None,
+    out: Path,
+    *,
+    instances: Sequence[Instance] | None = None,
+    format: RLFormat = "verl",
+    split: str = "train",
+    allow_mixed_versions: bool = False,
+) -> int:
+    """Write RL prompts from ``run_dirs`` or ``instances`` (exactly one) to ``out``; returns rows.
+
+    ``verl`` writes parquet plus ``<stem>.tools.yaml`` and ``<stem>.interaction.yaml``;
+    ``trl`` writes JSONL (images, if any, under ``<stem>_images/``).
+    """
+    if format not in RL_FORMATS:
+        raise ExportError(f"RL format must be one of {', '.join(RL_FORMATS)}, got {format!r}")
+    if bool(run_dirs) == (instances is not None):
+        raise ExportError("give run directories or an instances file, not both and not neither")
+    if instances is not None:
+        if not instances:
+            raise ExportError("the instances file holds no instances")
+        items = items_from_instances(instances)
+    else:
+        records = load_runs(run_dirs or [], resolve_images=True)
+        items = items_from_records(records)
+    check_versions((it.instance.task for it in items), allow_mixed=allow_mixed_versions)
+    if format == "verl":
+        return write_verl(items, out, split=split)
+    from agentharness.export.sft import images_dir_for
+
+    return write_jsonl(trl_rows(items, image_store=ImageStore(images_dir_for(out))), out)
+
+
+# -- GRPO groups ----------------------------------------------------------------------
+
+
+def group_advantages(
+    rewards: Sequence[float], eps: float = 1e-6
+) -> tuple[float, float, list[float], bool]:
+    """(mean, std, advantages, degenerate) of one group's rewards.
+
+    ``std`` is the sample standard deviation (``ddof=1``; 0 for a single reward). A group
+    whose rewards are all equal is degenerate: its advantages are exactly 0.
+    """
+    n = len(rewards)
+    if n == 0:
+        raise ValueError("a group needs at least one reward")
+    mean = math.fsum(rewards) / n
+    std = math.sqrt(math.fsum((r - mean) ** 2 for r in rewards) / (n - 1)) if n > 1 else 0.0
+    degenerate = max(rewards) - min(rewards) <= 1e-12
+    if degenerate:
+        return mean, 0.0, [0.0] * n, True
+    return mean, std, [(r - mean) / (std + eps) for r in rewards], False
+
+
+def grpo_groups(
+    records: Sequence[EpisodeRecord], *, k: int | None = None, eps: float = 1e-6
+) -> list[dict[str, Any]]:
+    """GRPO groups: the rollouts of each (instance, agent), with rewards and advantages.
+
+    With ``k``, only groups of exactly ``k`` rollouts are kept (others are skipped with a
+    warning). Groups are in order of first appearance, rollouts sorted by sample index.
+    """
+    if k is not None and k < 1:
+        raise ExportError(f"k must be at least 1, got {k}")
+    grouped: dict[tuple[str, str], list[EpisodeRecord]] = {}
+    for r in records:
+        grouped.setdefault((r.instance.instance_id, r.agent), []).append(r)
+    rows: list[dict[str, Any]] = []
+    wrong_size = 0
+    for (instance_id, agent), recs in grouped.items():
+        recs = sorted(recs, key=lambda r: (r.sample, r.episode_id))
+        if k is not None and len(recs) != k:
+            wrong_size += 1
+            continue
+        rewards = [r.reward.total for r in recs]
+        mean, std, advantages, degenerate = group_advantages(rewards, eps)
+        rows.append(
+            {
+                "task": recs[0].task,
+                "instance_id": instance_id,
+                "agent": agent,
+                "instance": recs[0].instance.model_dump_json(),
+                "n": len(recs),
+                "episode_ids": [r.episode_id for r in recs],
+                "samples": [r.sample for r in recs],
+                "rewards": rewards,
+                "successes": [r.reward.success for r in recs],
+                "mean": mean,
+                "std": std,
+                "advantages": advantages,
+                "degenerate": degenerate,
+            }
+        )
+    if wrong_size:
+        warnings.warn(
+            f"skipped {wrong_size} group(s) that do not have exactly k={k} rollouts",
+            UserWarning,
+            stacklevel=2,
+        )
+    return rows
+
+
+def export_groups(
+    run_dirs: Sequence[Path],
+    out: Path,
+    *,
+    k: int | None = None,
+    eps: float = 1e-6,
+    allow_mixed_versions: bool = False,
+) -> int:
+    """Write the GRPO groups of ``run_dirs`` as JSONL; returns the number of groups."""
+    records = load_runs(run_dirs)
+    check_versions((r.task for r in records), allow_mixed=allow_mixed_versions)
+    rows = grpo_groups(records, k=k, eps=eps)
+    if not rows:
+        raise ExportError(
+            f"no group has exactly k={k} rollouts; run `bootcamp eval -k {k}` or drop --k"
+            if k is not None
+            else "no groups found"
+        )
+    return write_jsonl(rows, out)

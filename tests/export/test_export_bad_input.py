@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agentharness.export.common import ExportError, load_runs
+from agentharness.export.rl import export_groups, export_rl
+from agentharness.export.sft import export_sft
+from agentharness.store.run import CorruptLineWarning, RunDir
+
+EXPORTS = [
+    lambda runs, out: export_sft(runs, out / "sft.jsonl"),
+    lambda runs, out: export_rl(runs, out / "rl.parquet"),
+    lambda runs, out: export_groups(runs, out / "groups.jsonl"),
+]
+
+
+@pytest.mark.parametrize("export", EXPORTS)
+def test_missing_and_foreign_run_dirs(export, text_run: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ExportError, match="does not exist"):
+        export([tmp_path / "nope"], tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ExportError, match="not a run directory"):
+        export([empty], tmp_path)
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("hi")
+    with pytest.raises(ExportError, match="not a directory"):
+        export([a_file], tmp_path)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "episodes.jsonl").write_text('{"hello": "world"}\n')
+    with (
+        pytest.warns(CorruptLineWarning),
+        pytest.raises(ExportError, match="holds no episode records"),
+    ):
+        export([foreign], tmp_path)
+    (empty / "episodes.jsonl").touch()
+    with pytest.raises(ExportError, match="has no episodes yet"):
+        export([empty], tmp_path)
+    with pytest.raises(ExportError, match=r"no run directories|not neither"):
+        export([], tmp_path)
+
+
+def test_truncated_last_line_is_skipped_with_a_warning(text_run: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(text_run, run)
+    good = len(list(RunDir(run).episodes()))
+    with open(run / "episodes.jsonl", "a") as f:
+        f.write('{"schema_version": 1, "episode_id": "cut-off-mid-wr')
+    with pytest.warns(CorruptLineWarning, match="truncated"):
+        assert export_sft([run], tmp_path / "sft.jsonl") == good
+    with pytest.warns(CorruptLineWarning):
+        assert len(load_runs([run])) == good
+
+
+def test_mixed_task_versions_are_refused_then_allowed(text_run: Path, tmp_path: Path) -> None:
+    v2 = tmp_path / "v2"
+    shutil.copytree(text_run, v2)
+    lines = []
+    for line in (v2 / "episodes.jsonl").read_text().splitlines():
+        d = json.loads(line)
+        if d["task"] == "thermal-v1":
+            d["task"] = d["instance"]["task"] = "thermal-v2"
+            d["episode_id"] = d["episode_id"].replace("thermal-v1", "thermal-v2")
+        lines.append(json.dumps(d))
+    (v2 / "episodes.jsonl").write_text("\n".join(lines) + "\n")
+    for export in (
+        lambda **kw: export_sft([text_run, v2], tmp_path / "s.jsonl", **kw),
+        lambda **kw: export_groups([text_run, v2], tmp_path / "g.jsonl", **kw),
+    ):
+        with pytest.raises(
+            ExportError, match=r"mix versions of a task \(thermal: thermal-v1, thermal-v2\)"
+        ):
+            export()
+        with pytest.warns(UserWarning, match="keeps its versioned task id"):
+            export(allow_mixed_versions=True)
+    tasks = {json.loads(line)["task"] for line in (tmp_path / "s.jsonl").read_text().splitlines()}
+    assert {"thermal-v1", "thermal-v2"} <= tasks

@@ -1,0 +1,151 @@
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agentharness.agents import make_agent
+from agentharness.core.registry import resolve_tasks
+from agentharness.loop.html_report import ReportError, collect, write_html_report
+from agentharness.rollout.runner import plan, run
+from agentharness.store.run import RunDir
+
+IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
+
+
+def new_run(path: Path, agent: str, tasks: str = "thermal,escape_room", n: int = 3) -> Path:
+    items = plan(resolve_tasks(tasks), n=n, k=1, difficulty="easy")
+    run_dir = RunDir(path)
+    run_dir.create({"command": "test"})
+    asyncio.run(run(items, make_agent(agent), run_dir, concurrency=4))
+    return path
+
+
+@pytest.fixture(scope="module")
+def loop_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """round_1 (before/after, mine.json, compare.json) and round_2 (after only)."""
+    root = tmp_path_factory.mktemp("loop")
+    new_run(root / "round_1" / "heldout_before", "random")
+    new_run(root / "round_1" / "heldout_after", "expert")
+    new_run(root / "round_2" / "heldout_after", "noisy:0.3")
+    clusters = [
+        {
+            "task": "thermal-v1",
+            "difficulty": "easy",
+            "end_reason": "max_turns",
+            "weakest": "outcome",
+            "failures": 3,
+            "episodes": 3,
+            "rate": 1.0,
+            "mean_reward": 0.0,
+            "examples": [{"episode_id": "thermal-v1:0:x#0@random"}],
+        },
+        {
+            "task": "escape_room-v1",
+            "difficulty": "easy",
+            "end_reason": "max_tool_calls",
+            "weakest": "outcome",
+            "failures": 2,
+            "episodes": 3,
+            "rate": 0.67,
+            "mean_reward": 0.0,
+        },
+    ]
+    (root / "round_1" / "mine.json").write_text(
+        json.dumps({"episodes": 6, "failures": 5, "failure_rate": 0.83, "clusters": clusters})
+    )
+    compare = {
+        "run_a": "before",
+        "run_b": "after",
+        "tasks": [
+            {
+                "task": "thermal-v1",
+                "reward": {"a": 0.0, "b": 1.0, "delta": 1.0, "ci": [0.9, 1.0]},
+                "success": {"a": 0.0, "b": 1.0, "delta": 1.0, "ci": None},
+                "verdict": "better",
+            }
+        ],
+        "overall": None,
+    }
+    (root / "round_1" / "compare.json").write_text(json.dumps(compare))
+    return root
+
+
+def images(page: str) -> list[bytes]:
+    return [base64.b64decode(b) for b in IMG.findall(page)]
+
+
+def test_run_report_has_plots_and_a_section_per_task(tmp_path: Path) -> None:
+    run_dir = new_run(tmp_path / "run", "noisy:0.5")
+    out = write_html_report(run_dir, tmp_path / "sub" / "report.html")
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    pngs = images(page)
+    assert len(pngs) >= 5 and all(p.startswith(b"\x89PNG\r\n\x1a\n") for p in pngs)
+    for task in ("thermal-v1", "escape_room-v1"):
+        assert f'<section id="task-{task}"><h2>Task {task}</h2>' in page
+        assert f"reward distribution of {task}" in page and f"{task}: end reasons" in page
+    assert 'id="failures"' in page and "before-after" not in page
+    # The same run gives the same page.
+    assert write_html_report(run_dir, tmp_path / "again.html").read_text() == page
+
+
+def test_loop_report_shows_mined_clusters_and_before_after(loop_dir: Path, tmp_path: Path) -> None:
+    page = write_html_report(loop_dir, tmp_path / "loop.html").read_text()
+    assert page.count('<section id="task-') == 2
+    assert "round_1/heldout_before" in page and "round_2/heldout_after" in page
+    assert "<h3>round_1/mine.json</h3>" in page and "max_tool_calls" in page
+    assert "Failure clusters (mine.json)" in page
+    assert 'id="before-after"' in page
+    assert "before/after of round_1" in page and "before/after of round_2" in page
+    # round 2 starts from round 1's trained student
+    assert "before: round_1/heldout_after; after: round_2/heldout_after" in page
+    assert "<h4>compare.json</h4>" in page and "[+0.900, +1.000]" in page and "better" in page
+    data = collect(loop_dir)
+    assert [r["name"] for r in data.rounds] == ["round_1", "round_2"]
+
+
+def test_without_mine_json_failures_are_grouped_by_end_reason(
+    loop_dir: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "loop"
+    shutil.copytree(loop_dir, copy)
+    (copy / "round_1" / "mine.json").unlink()
+    page = write_html_report(copy, tmp_path / "r.html").read_text()
+    assert "No mine.json found" in page and "largest failure groups" in page
+    assert "Failures by end reason and difficulty" in page
+
+
+def test_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="does not exist"):
+        write_html_report(tmp_path / "nope", tmp_path / "r.html")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ReportError, match="no run directory"):
+        write_html_report(tmp_path / "empty", tmp_path / "r.html")
+    (tmp_path / "f.txt").write_text("x")
+    with pytest.raises(ReportError, match="not a directory"):
+        write_html_report(tmp_path / "f.txt", tmp_path / "r.html")
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "episodes.jsonl").write_text("not json\n")
+    with pytest.raises(ReportError, match="no readable episodes"):
+        write_html_report(foreign, tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_truncated_lines_and_mixed_versions_are_noted(tmp_path: Path) -> None:
+    run_dir = new_run(tmp_path / "run", "expert", "thermal", n=2)
+    lines = (run_dir / "episodes.jsonl").read_text().splitlines()
+    d = json.loads(lines[0])
+    d["task"] = d["instance"]["task"] = "thermal-v2"
+    text = "\n".join([*lines, json.dumps(d)]) + "\n" + '{"episode_id": "cut'
+    (run_dir / "episodes.jsonl").write_text(text)
+    page = write_html_report(run_dir, tmp_path / "r.html").read_text()
+    assert "truncated line" in page
+    assert "task thermal appears under several versions (thermal-v1, thermal-v2)" in page
+    assert 'id="task-thermal-v1"' in page and 'id="task-thermal-v2"' in page
