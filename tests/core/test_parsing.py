@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentharness.core.messages import Message, ToolCall
-from agentharness.core.parsing import parse_turn
+from agentharness.core.parsing import answered_calls, parse_turn
 
 
 def text(s: str) -> Message:
@@ -191,3 +191,20 @@ def test_round_trips_any_json_arguments(arguments: dict) -> None:
     body = json.dumps({"name": "tool", "arguments": arguments})
     parsed = parse_turn(text(f"<tool_call>{body}</tool_call>"))
     assert [(c.name, c.arguments) for c in parsed.calls] == [("tool", arguments)]
+
+
+def test_answered_calls_pairs_native_and_text_calls_by_id() -> None:
+    from agentharness import make
+
+    ep = make("guess", difficulty="easy").reset(seed=2)
+    ep.step(
+        Message(
+            role="assistant",
+            tool_calls=[ToolCall.make("n1", "probe", {"guess": 1}), ToolCall.make("n2", "probe", {"guess": 2})],
+        )
+    )
+    ep.step('<tool_call>{"name": "probe", "arguments": {"guess": 3}}</tool_call>')
+    pairs = list(answered_calls(ep.messages))
+    assert [(c.id, c.arguments["guess"]) for c, _ in pairs] == [("n1", 1), ("n2", 2), ("call_2_0", 3)]
+    assert all(m.tool_call_id == c.id for c, m in pairs)
+    assert [c.id for c, _ in answered_calls(ep.messages, start=len(ep.messages) - 1)] == ["call_2_0"]

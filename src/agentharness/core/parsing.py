@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,30 @@ def parse_turn(message: Message, call_id_prefix: str = "call") -> ParsedTurn:
         return _parse_text(message.text, call_id_prefix)
     except Exception as e:  # defensive: a parser bug must not kill an episode
         return ParsedTurn(errors=[f"could not read the tool calls ({type(e).__name__}: {e})"])
+
+
+def answered_calls(
+    messages: Sequence[Message], start: int = 0
+) -> Iterator[tuple[ParsedCall, Message]]:
+    """Each tool call in ``messages`` with the tool message that answered it, in order.
+
+    Only pairs whose tool message is at index >= ``start`` are yielded, so a caller that
+    keeps state can replay just what is new. Calls written as text get the ids the
+    episode gave them (``call_<turn>_<i>``); a result whose id is unknown is paired with
+    the oldest unanswered call. Scripted experts use this to rebuild the world's state
+    from the conversation.
+    """
+    pending: list[ParsedCall] = []
+    turn = 0
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            turn += 1
+            pending = list(parse_turn(message, call_id_prefix=f"call_{turn}").calls)
+        elif message.role == "tool" and pending:
+            match = next((c for c in pending if c.id == message.tool_call_id), pending[0])
+            pending.remove(match)
+            if index >= start:
+                yield match, message
 
 
 def _parse_native(message: Message) -> ParsedTurn:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
-from agentharness.core.parsing import ParsedCall, parse_turn
+from agentharness.core.parsing import answered_calls
 from agentharness.tasks.escape_room.simulator import EscapeRoom, SimError, plan_next
 
 
@@ -23,21 +23,16 @@ class EscapeRoomExpert:
         self.goals = list(instance.hidden["goals"])
         self.sim = EscapeRoom(instance.hidden["world"])
         self._seen = 0
-        self._pending: list[ParsedCall] = []
         self._n = 0
 
     def _sync(self, messages: list[Message]) -> None:
-        for message in messages[self._seen :]:
-            if message.role == "assistant":
-                self._pending = list(parse_turn(message).calls)
-            elif message.role == "tool" and self._pending:
-                call = self._pending.pop(0)
-                if call.name != message.name or message.text.startswith("Error:"):
-                    continue
-                try:
-                    self.sim.apply(call.name, call.arguments)
-                except SimError:
-                    pass
+        for call, message in answered_calls(messages, self._seen):
+            if call.name != message.name or message.text.startswith("Error:"):
+                continue
+            try:
+                self.sim.apply(call.name, call.arguments)
+            except SimError:
+                pass
         self._seen = len(messages)
 
     def next_turn(self, messages: list[Message]) -> Message:

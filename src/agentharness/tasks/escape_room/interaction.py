@@ -13,10 +13,6 @@ from agentharness.tasks.escape_room.tools import EscapeRoomWorld
 BUDGETS = Budgets(
     max_turns=300,
     max_tool_calls=300,
-    max_tokens=None,
-    wall_clock_s=None,
-    max_nudges=2,
-    max_format_errors=3,
 )
 
 

@@ -12,10 +12,6 @@ from agentharness.tasks.finance.tools import FinanceWorld
 BUDGETS = Budgets(
     max_turns=24,
     max_tool_calls=40,
-    max_tokens=None,
-    wall_clock_s=None,
-    max_nudges=2,
-    max_format_errors=3,
 )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
-from agentharness.core.parsing import ParsedCall, parse_turn
+from agentharness.core.parsing import answered_calls
 from agentharness.tasks.holdem.simulator import (
     AGENT,
     IllegalAction,
@@ -32,24 +32,19 @@ class HoldemExpert:
     def __init__(self, instance: Instance) -> None:
         self.session = Session(SessionSpec.from_dict(instance.hidden["session"]))
         self._seen = 0
-        self._pending: list[ParsedCall] = []
         self._n = 0
 
     def _sync(self, messages: list[Message]) -> None:
-        for message in messages[self._seen :]:
-            if message.role == "assistant":
-                self._pending = list(parse_turn(message).calls)
-            elif message.role == "tool" and self._pending:
-                call = self._pending.pop(0)
-                if call.name != "act" or message.name != "act" or message.text.startswith("Error"):
-                    continue
-                args = act_arguments(call.arguments)
-                if args is None or self.session.over:
-                    continue
-                try:
-                    self.session.act(*args)
-                except IllegalAction:
-                    pass
+        for call, message in answered_calls(messages, self._seen):
+            if call.name != "act" or message.name != "act" or message.text.startswith("Error"):
+                continue
+            args = act_arguments(call.arguments)
+            if args is None or self.session.over:
+                continue
+            try:
+                self.session.act(*args)
+            except IllegalAction:
+                pass
         self._seen = len(messages)
 
     def next_turn(self, messages: list[Message]) -> Message:

@@ -13,10 +13,6 @@ from agentharness.tasks.holdem.tools import HoldemWorld, turn_text
 BUDGETS = Budgets(
     max_turns=500,
     max_tool_calls=500,
-    max_tokens=None,
-    wall_clock_s=None,
-    max_nudges=2,
-    max_format_errors=3,
 )
 
 

@@ -14,10 +14,6 @@ from agentharness.tasks.molecule.tools import MoleculeWorld
 BUDGETS = Budgets(
     max_turns=MAX_CALL_BUDGET + 30,
     max_tool_calls=MAX_CALL_BUDGET + 30,
-    max_tokens=None,
-    wall_clock_s=None,
-    max_nudges=2,
-    max_format_errors=3,
 )
 
 

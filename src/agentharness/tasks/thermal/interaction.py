@@ -17,10 +17,6 @@ class ThermalInteraction(Interaction):
             Budgets(
                 max_turns=40,
                 max_tool_calls=50,
-                max_tokens=None,
-                wall_clock_s=None,
-                max_nudges=2,
-                max_format_errors=3,
             )
         )
 

@@ -11,10 +11,6 @@ from agentharness.core.tools import World
 BUDGETS = Budgets(
     max_turns=10,
     max_tool_calls=20,
-    max_tokens=None,
-    wall_clock_s=None,
-    max_nudges=2,
-    max_format_errors=3,
 )
 
 
