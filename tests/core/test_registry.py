@@ -53,3 +53,30 @@ def test_reregistering_a_changed_task_needs_a_new_version() -> None:
     from agentharness.core import registry
 
     del registry._REGISTRY["guess-v2"]
+
+
+def test_entry_point_plugins_register_tasks(tmp_path, monkeypatch) -> None:
+    import dataclasses
+    import sys
+
+    from agentharness.core import registry
+
+    plugin = tmp_path / "harness_plugin.py"
+    plugin.write_text(
+        "import dataclasses\nfrom toy_task import GUESS\n"
+        "TASK = dataclasses.replace(GUESS, name='plugin_guess')\n"
+    )
+    dist = tmp_path / "harness_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: harness-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[agentharness.tasks]\nplugin_guess = harness_plugin:TASK\nbroken = harness_plugin:MISSING\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_loaded", False)
+    with pytest.warns(UserWarning, match="could not load task entry point 'broken'"):
+        ids = [s.id for s in registry.all_tasks()]
+    assert "plugin_guess-v1" in ids and "guess-v1" in ids
+    assert dataclasses.is_dataclass(get_task("plugin_guess"))
+    del registry._REGISTRY["plugin_guess-v1"]
+    sys.modules.pop("harness_plugin", None)
