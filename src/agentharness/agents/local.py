@@ -67,6 +67,9 @@ def load_model(model: str = DEFAULT_MODEL) -> tuple[Any, Any]:
                 f"local model {model!r} is neither 'smollm2', a checkpoint directory nor a .gguf file "
                 "(models are never downloaded at run time)"
             )
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # the runner draws its own progress bar
     tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
     net = AutoModelForCausalLM.from_pretrained(source, **kwargs)
     net.eval()
