@@ -1,3 +1,184 @@
-"""`bootcamp` commands of this group (registered on the app in cli/main.py)."""
+"""`bootcamp train sft|grpo`: train a model on exported data or on the environments.
+
+The trainers live in :mod:`agentharness.train`; these commands only parse flags and turn
+bad input into clear errors. The trained checkpoint (``OUT/final``) is what
+``bootcamp eval --agent local --model OUT/final`` loads.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+
+from agentharness.cli.app import app, console, fail
+
+T = TypeVar("T")
+
+train_app = typer.Typer(
+    help="Train a model: SFT on exported trajectories, GRPO on the environments (TRL, in process).",
+    no_args_is_help=True,
+)
+app.add_typer(train_app, name="train")
+
+TRAIN_HINT = "training needs the 'train' extra: pip install 'agentharness[train]'"
+
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(help="'smollm2' (bundled, default), a checkpoint directory or a .gguf file"),
+]
+OutOpt = Annotated[
+    Path, typer.Option("--out", help="output directory (the model goes to OUT/final)")
+]
+StepsOpt = Annotated[int | None, typer.Option(help="optimizer steps (default: one pass)")]
+LoraOpt = Annotated[bool, typer.Option("--lora", help="train a LoRA adapter (merged on save)")]
+
+
+def _train(action: Callable[[], T]) -> T:
+    """Run a trainer; bad input and missing dependencies become clean errors."""
+    from agentharness.agents.base import AgentError
+    from agentharness.core.registry import UnknownTaskError
+    from agentharness.core.task import TaskConfigError
+
+    try:
+        return action()
+    except ModuleNotFoundError as e:
+        raise fail(f"{e}; {TRAIN_HINT}") from e
+    except (ValueError, TypeError, KeyError, FloatingPointError, AgentError) as e:
+        if isinstance(e, UnknownTaskError | TaskConfigError):
+            raise fail(str(e)) from e
+        raise fail(f"{type(e).__name__}: {e}") from e
+
+
+@train_app.command("sft")
+def sft_command(
+    data: Annotated[Path, typer.Option(help="SFT JSONL from `bootcamp export sft`")],
+    out: OutOpt,
+    model: ModelOpt = None,
+    max_steps: StepsOpt = None,
+    epochs: Annotated[float, typer.Option(help="passes over the data (without --max-steps)")] = 1.0,
+    lr: Annotated[float, typer.Option("--lr", help="learning rate")] = 5e-5,
+    batch_size: Annotated[int, typer.Option(help="conversations per device step")] = 1,
+    grad_accum: Annotated[int, typer.Option(help="gradient accumulation steps")] = 1,
+    max_length: Annotated[
+        int, typer.Option(help="tokens per conversation (longer: truncated)")
+    ] = 2048,
+    truncation: Annotated[
+        str, typer.Option(help="keep_start or keep_end of an over-long conversation")
+    ] = "keep_start",
+    warmup_steps: Annotated[int, typer.Option(help="learning-rate warmup steps")] = 0,
+    lora: LoraOpt = False,
+    lora_r: Annotated[int, typer.Option(help="LoRA rank")] = 16,
+    seed: Annotated[int, typer.Option(help="training seed")] = 0,
+) -> None:
+    """Fine-tune on conversations, with the loss on the assistant's turns only."""
+    from agentharness.train.sft import train_sft
+
+    if not data.is_file():
+        raise fail(f"--data {data} is not a file (write one with `bootcamp export sft`)")
+    final = _train(
+        lambda: train_sft(
+            data,
+            out,
+            model,
+            max_steps,
+            epochs=epochs,
+            learning_rate=lr,
+            batch_size=batch_size,
+            grad_accum=grad_accum,
+            max_length=max_length,
+            truncation=truncation,
+            warmup_steps=warmup_steps,
+            lora=lora,
+            lora_r=lora_r,
+            lora_alpha=2 * lora_r,
+            seed=seed,
+        )
+    )
+    console.print(f"saved {final}  (evaluate: bootcamp eval --agent local --model {final})")
+
+
+@train_app.command("grpo")
+def grpo_command(
+    out: OutOpt,
+    tasks: Annotated[str | None, typer.Option(help="comma-separated task ids to play")] = None,
+    model: ModelOpt = None,
+    max_steps: StepsOpt = None,
+    data: Annotated[
+        Path | None, typer.Option(help="RL JSONL from `bootcamp export rl --format trl`")
+    ] = None,
+    instances: Annotated[
+        Path | None, typer.Option(help="train on these instances (JSONL) instead of fresh ones")
+    ] = None,
+    difficulty: Annotated[str, typer.Option(help="difficulty of fresh instances")] = "easy",
+    n_instances: Annotated[int, typer.Option(help="fresh instances per task")] = 16,
+    first_seed: Annotated[int, typer.Option(help="seed of the first fresh instance")] = 100_000,
+    num_generations: Annotated[int, typer.Option(help="group size: episodes per problem")] = 4,
+    prompts_per_step: Annotated[int, typer.Option(help="problems per optimizer step")] = 1,
+    max_turns: Annotated[int, typer.Option(help="assistant turns per episode")] = 4,
+    max_new_tokens: Annotated[int, typer.Option(help="tokens per assistant turn")] = 128,
+    max_completion_length: Annotated[
+        int, typer.Option(help="model + environment tokens per episode")
+    ] = 2048,
+    temperature: Annotated[float, typer.Option(help="sampling temperature")] = 1.0,
+    lr: Annotated[float, typer.Option("--lr", help="learning rate")] = 5e-6,
+    beta: Annotated[float, typer.Option(help="KL coefficient to the initial model")] = 0.0,
+    epsilon: Annotated[float, typer.Option(help="clip range of the policy ratio")] = 0.2,
+    num_iterations: Annotated[int, typer.Option(help="optimizer passes per batch")] = 1,
+    lora: LoraOpt = False,
+    lora_r: Annotated[int, typer.Option(help="LoRA rank")] = 16,
+    seed: Annotated[int, typer.Option(help="training and sampling seed")] = 0,
+) -> None:
+    """Play episodes with the model, score them with the tasks' rewards, update with GRPO."""
+    from agentharness.train.grpo import train_grpo
+
+    task_list = [t.strip() for t in (tasks or "").split(",") if t.strip()]
+    if not task_list and data is None and instances is None:
+        raise fail("give --tasks, --data or --instances")
+    loaded = None
+    if instances is not None:
+        from agentharness.cli.main import read_instances
+
+        loaded = read_instances(instances)
+    if data is not None and not data.is_file():
+        raise fail(
+            f"--data {data} is not a file (write one with `bootcamp export rl --format trl`)"
+        )
+    if task_list:
+        from agentharness.core.registry import UnknownTaskError, get_task
+
+        try:
+            for t in task_list:
+                get_task(t)
+        except UnknownTaskError as e:
+            raise fail(str(e)) from e
+    final = _train(
+        lambda: train_grpo(
+            task_list,
+            out,
+            model,
+            max_steps,
+            instances=loaded,
+            data=data,
+            difficulty=difficulty,
+            n_instances=n_instances,
+            first_seed=first_seed,
+            num_generations=num_generations,
+            prompts_per_step=prompts_per_step,
+            max_turns=max_turns,
+            max_new_tokens=max_new_tokens,
+            max_completion_length=max_completion_length,
+            temperature=temperature,
+            learning_rate=lr,
+            beta=beta,
+            epsilon=epsilon,
+            num_iterations=num_iterations,
+            lora=lora,
+            lora_r=lora_r,
+            lora_alpha=2 * lora_r,
+            seed=seed,
+        )
+    )
+    console.print(f"saved {final}  (training episodes: bootcamp report {out / 'rollouts'})")

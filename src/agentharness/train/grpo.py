@@ -1,0 +1,537 @@
+"""GRPO on our environments with TRL's ``GRPOTrainer`` and a multi-turn ``rollout_func``.
+
+Why ``rollout_func`` and not ``environment_factory``: TRL's environment path renders tools
+through the chat template's native tool support and parses calls with a per-template
+response schema; SmolLM2's template has neither, and the ``local`` agent does not use
+them. A rollout function lets the episode run exactly as at inference: tools in the
+system prompt, ``<tool_call>`` text parsed by our tolerant parser, tool results as user
+``<tool_response>`` messages, the task's budgets and nudges, and the reward from the
+task's own :class:`~agentharness.core.reward.Reward` (``episode.reward().total``).
+
+One rollout is one episode. Its completion is every token after the prompt: the tokens
+the model sampled (``env_mask`` 1, trained on) interleaved with the tokens of tool
+results and feedback (``env_mask`` 0, context only). Generation reuses the KV cache
+across turns and shares the prompt's cache within a group, which matters on a CPU.
+
+Every rollout is also written as an :class:`~agentharness.store.schema.EpisodeRecord` to
+``OUT/rollouts`` (agent ``grpo:step<N>``), so ``bootcamp report OUT/rollouts`` shows how
+rewards moved during training and the loop can mine them like any run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentharness.core.instance import Instance
+from agentharness.core.registry import episode_for, get_task
+from agentharness.core.task import Budgets
+from agentharness.train.chat import ChatTemplateError, encode, plain_chat, read_jsonl, render
+from agentharness.train.model import (
+    finite_losses,
+    load_trainable,
+    lora_config,
+    save_final,
+    write_json,
+)
+
+
+@dataclass(frozen=True)
+class GRPOOptions:
+    """The knobs of a GRPO run (defaults suit the 135M bundled model on 2 CPU cores)."""
+
+    difficulty: str = "easy"
+    n_instances: int = 16  # training instances per task when none are given
+    first_seed: int = 100_000  # their seeds: far from the seeds evaluations use
+    num_generations: int = 4  # group size G
+    prompts_per_step: int = 1  # groups per optimizer step
+    max_turns: int = 4  # assistant turns per episode (the task's own budget if larger)
+    max_new_tokens: int = 128  # per assistant turn
+    max_completion_length: int = 2048  # sampled + environment tokens per episode
+    temperature: float = 1.0
+    top_p: float = 1.0
+    learning_rate: float = 5e-6
+    beta: float = 0.0  # KL to the reference model (0: no reference model is kept)
+    epsilon: float = 0.2  # PPO-style clip
+    num_iterations: int = 1  # optimizer passes per generated batch
+    loss_type: str = "dapo"
+    scale_rewards: str = "group"
+    lora: bool = False
+    lora_r: int = 16
+    lora_alpha: int = 32
+    seed: int = 0
+    logging_steps: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def rl_rows(instances: list[Instance]) -> list[dict[str, Any]]:
+    """RL rows ``{"prompt", "instance", "task"}`` (the exporter's TRL layout) for instances.
+
+    The prompt is the conversation as the text-format model sees it (tools in the system
+    prompt), so TRL's logging shows what the model was given.
+    """
+    rows = []
+    for inst in instances:
+        spec = get_task(inst.task)
+        prompt = plain_chat(spec.generator.prompt(inst), spec.world.tool_schemas())
+        rows.append({"prompt": prompt, "instance": inst.model_dump_json(), "task": inst.task})
+    return rows
+
+
+def training_instances(tasks: list[str], opts: GRPOOptions) -> list[Instance]:
+    """``opts.n_instances`` fresh instances per task at ``opts.difficulty`` (seeds from ``first_seed``)."""
+    out: list[Instance] = []
+    for task in tasks:
+        spec = get_task(task)
+        out.extend(
+            spec.instance(seed, opts.difficulty)
+            for seed in range(opts.first_seed, opts.first_seed + opts.n_instances)
+        )
+    return out
+
+
+def prompt_key(prompt: list[dict[str, Any]]) -> str:
+    """A key for a prompt that survives a round trip through a datasets table."""
+    pairs = [
+        [m.get("role"), m["content"] if isinstance(m.get("content"), str) else m.get("content")]
+        for m in prompt
+    ]
+    return json.dumps(pairs, sort_keys=True, default=str)
+
+
+@dataclass
+class Rollout:
+    """One episode played by the policy, as token ids plus what the environment said."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    env_mask: list[int]
+    reward: float
+    success: bool
+    end_reason: str
+    turns: int
+    record: Any = None  # EpisodeRecord
+
+
+class EpisodeRoller:
+    """Plays episodes with a causal LM, turn by turn, the way the ``local`` agent does.
+
+    Used by the GRPO rollout function; usable on its own (tests drive it directly).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, opts: GRPOOptions) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.opts = opts
+        eos = model.generation_config.eos_token_id
+        ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        if tokenizer.eos_token_id is not None:
+            ids.add(tokenizer.eos_token_id)
+        self.eos_ids = sorted(ids)
+
+    def budgets(self, instance: Instance) -> Budgets:
+        own = get_task(instance.task).interaction.budgets
+        return own.model_copy(update={"max_turns": min(own.max_turns, self.opts.max_turns)})
+
+    def play_group(self, instance: Instance, n: int, seed: int) -> list[Rollout]:
+        """``n`` independent episodes on ``instance`` sharing one prompt prefill."""
+        import torch
+
+        episode = episode_for(instance, self.budgets(instance))
+        chat = plain_chat(episode.messages, episode.tools)
+        prompt_ids = encode(self.tokenizer, render(self.tokenizer, chat, generation_prompt=True))
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                prefix = self._prefill(prompt_ids[:-1])
+                return [
+                    self._play(instance, prompt_ids, copy.deepcopy(prefix), seed * 7919 + k * 1009)
+                    for k in range(n)
+                ]
+        finally:
+            self.model.train(was_training)
+
+    # -- internals ------------------------------------------------------------------
+    def _prefill(self, ids: list[int]) -> Any:
+        import torch
+        from transformers import DynamicCache
+
+        try:
+            cache = DynamicCache(config=self.model.config)
+        except TypeError:  # older transformers
+            cache = DynamicCache()
+        if ids:
+            self.model(input_ids=torch.tensor([ids]), use_cache=True, **{_cache_kw(): cache})
+        return cache
+
+    def _generate(
+        self, ids: list[int], cache: Any, max_new: int, seed: int
+    ) -> tuple[list[int], Any]:
+        import torch
+
+        torch.manual_seed(seed)
+        x = torch.tensor([ids])
+        sample = self.opts.temperature > 0
+        out = self.model.generate(
+            x,
+            attention_mask=torch.ones_like(x),
+            max_new_tokens=max_new,
+            do_sample=sample,
+            temperature=self.opts.temperature if sample else None,
+            top_p=self.opts.top_p if sample else None,
+            top_k=None,
+            eos_token_id=self.eos_ids,
+            pad_token_id=self.tokenizer.pad_token_id,
+            return_dict_in_generate=True,
+            **{_cache_kw(): cache},
+        )
+        new = out.sequences[0, len(ids) :].tolist()
+        for i, t in enumerate(new):  # keep through the first end-of-turn token
+            if t in self.eos_ids:
+                new = new[: i + 1]
+                break
+        return new, getattr(out, _cache_kw())
+
+    def _play(self, instance: Instance, prompt_ids: list[int], cache: Any, seed: int) -> Rollout:
+        from agentharness.store.schema import EpisodeRecord, Timings
+
+        tok = self.tokenizer
+        started = time.time()
+        episode = episode_for(instance, self.budgets(instance))
+        tools = episode.tools
+        chat = plain_chat(episode.messages, tools)
+        ids = list(prompt_ids)
+        completion: list[int] = []
+        mask: list[int] = []
+        limit = self.opts.max_completion_length
+        while not episode.done:
+            room = limit - len(completion)
+            if room <= 0:
+                episode.finish("max_tokens")
+                break
+            new, cache = self._generate(ids, cache, min(self.opts.max_new_tokens, room), seed)
+            seed += 1
+            completion += new
+            mask += [1] * len(new)
+            ids += new
+            text = tok.decode(new, skip_special_tokens=True)
+            episode.step(text)
+            if episode.done:
+                break
+            eos = new[-1] if new and new[-1] in self.eos_ids else None
+            after = plain_chat(episode.messages, tools)
+            env_ids = encode(tok, splice(tok, chat, text, eos, after))
+            chat = after
+            if len(completion) + len(env_ids) >= limit:
+                episode.finish("max_tokens")
+                break
+            completion += env_ids
+            mask += [0] * len(env_ids)
+            ids += env_ids
+        reward = episode.reward()
+        record = EpisodeRecord.from_episode(
+            episode,
+            agent="grpo",
+            sample=0,
+            timings=Timings(started_at=started, wall_s=time.time() - started),
+        )
+        return Rollout(
+            prompt_ids=list(prompt_ids),
+            completion_ids=completion,
+            env_mask=mask,
+            reward=float(reward.total),
+            success=bool(reward.success),
+            end_reason=episode.end_reason or "unknown",
+            turns=episode.turns,
+            record=record,
+        )
+
+
+def splice(
+    tokenizer: Any,
+    chat: list[dict[str, str]],
+    text: str,
+    eos: int | None,
+    after: list[dict[str, str]],
+) -> str:
+    """The text between a sampled assistant turn and the next generation point.
+
+    ``chat`` is the conversation the model answered with ``text`` (its sampled tokens,
+    ending in the end-of-turn token ``eos`` unless cut off); ``after`` is the conversation
+    with that turn and the environment's reply. Returns what the template adds after the
+    sampled tokens: the rest of the turn's closing markup (``\n`` after ``<|im_end|>``),
+    the new messages, and the next ``<|im_start|>assistant\n``. Raises
+    :class:`ChatTemplateError` for a template that does not render turns verbatim and
+    prefix-preserving.
+    """
+    before_turn = render(tokenizer, chat, generation_prompt=True)
+    closed = render(
+        tokenizer, [*chat, {"role": "assistant", "content": text}], generation_prompt=False
+    )
+    if not closed.startswith(before_turn + text):
+        raise ChatTemplateError(
+            "the chat template does not render an assistant turn verbatim after the generation "
+            "prompt, so sampled tokens cannot be spliced into the conversation"
+        )
+    closing = closed[len(before_turn) + len(text) :]
+    if eos is not None:
+        written = tokenizer.decode([eos], skip_special_tokens=False)
+        if closing.startswith(written):
+            closing = closing[len(written) :]
+    full = render(tokenizer, after, generation_prompt=True)
+    if not full.startswith(closed):
+        raise ChatTemplateError(
+            "the chat template is not prefix-preserving: adding messages re-renders earlier turns"
+        )
+    return closing + full[len(closed) :]
+
+
+def _cache_kw() -> str:
+    """The name transformers gives the KV cache argument (``cache`` from v5, else ``past_key_values``)."""
+    from transformers.generation.utils import GenerateDecoderOnlyOutput
+
+    fields = getattr(GenerateDecoderOnlyOutput, "__dataclass_fields__", {})
+    return "cache" if "cache" in fields else "past_key_values"
+
+
+def make_rollout_func(
+    roller: EpisodeRoller,
+    instances_by_prompt: dict[str, list[Instance]],
+    log_dir: Path | None = None,
+) -> Any:
+    """A TRL ``rollout_func(prompts, trainer)`` playing one episode per prompt.
+
+    TRL passes ``num_generations`` consecutive copies of each prompt; each run of equal
+    prompts is played as one group on one instance. Returns the required
+    ``prompt_ids``/``completion_ids``/``logprobs`` plus ``env_mask`` (which tokens the
+    model wrote) and ``env_reward``/``env_success``/``end_reason`` for the reward function
+    and logs.
+    """
+    from agentharness.store.run import RunDir
+
+    run_dir = RunDir(log_dir) if log_dir is not None else None
+    cursor: dict[str, int] = {}
+    calls = {"n": 0}
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        step = int(getattr(getattr(trainer, "state", None), "global_step", calls["n"]))
+        calls["n"] += 1
+        out: dict[str, list[Any]] = {
+            k: []
+            for k in (
+                "prompt_ids",
+                "completion_ids",
+                "env_mask",
+                "env_reward",
+                "env_success",
+                "end_reason",
+            )
+        }
+        i = 0
+        while i < len(prompts):
+            key = prompt_key(prompts[i])
+            j = i
+            while j < len(prompts) and prompt_key(prompts[j]) == key:
+                j += 1
+            candidates = instances_by_prompt.get(key)
+            if not candidates:
+                raise KeyError("a GRPO prompt does not match any training instance")
+            pick = cursor.get(key, 0)
+            cursor[key] = pick + 1
+            instance = candidates[pick % len(candidates)]
+            seed = roller.opts.seed * 1_000_003 + step * 1009 + i
+            for k, r in enumerate(roller.play_group(instance, j - i, seed)):
+                out["prompt_ids"].append(r.prompt_ids)
+                out["completion_ids"].append(r.completion_ids)
+                out["env_mask"].append(r.env_mask)
+                out["env_reward"].append(r.reward)
+                out["env_success"].append(r.success)
+                out["end_reason"].append(r.end_reason)
+                if run_dir is not None:
+                    rec = r.record.model_copy(update={"agent": f"grpo:step{step}", "sample": i + k})
+                    rec = rec.model_copy(
+                        update={"episode_id": rec.make_id(instance, i + k, rec.agent)}
+                    )
+                    run_dir.append(rec)
+            i = j
+        rewards = out["env_reward"]
+        print(
+            f"[grpo] step {step}: {len(rewards)} episodes, mean reward "
+            f"{sum(rewards) / max(1, len(rewards)):.3f}, end reasons {sorted(set(out['end_reason']))}",
+            file=sys.stderr,
+        )
+        return {**out, "logprobs": None}
+
+    return rollout_func
+
+
+def episode_reward(
+    completions: list[Any], env_reward: list[float], **kwargs: Any
+) -> list[float | None]:
+    """The reward TRL optimizes: the task's own ``Reward.total`` for each played episode."""
+    return [float(r) for r in env_reward]
+
+
+def train_grpo(
+    tasks: list[str],
+    out: Path,
+    model: str | None = None,
+    max_steps: int | None = None,
+    *,
+    instances: list[Instance] | None = None,
+    data: Path | None = None,
+    options: GRPOOptions | None = None,
+    **overrides: Any,
+) -> Path:
+    """GRPO-train ``model`` (default: the bundled SmolLM2) by playing episodes of ``tasks``.
+
+    Training problems are, in order of precedence: the RL JSONL ``data`` written by the
+    exporter (rows ``{"prompt", "instance", "task"}``), ``instances``, or
+    ``options.n_instances`` fresh instances per task. Each optimizer step plays
+    ``prompts_per_step`` groups of ``num_generations`` episodes. ``max_steps`` defaults to
+    one pass over the problems. Writes ``OUT/final``, ``OUT/rollouts`` (a run directory of
+    every training episode) and ``OUT/train_summary.json``; returns ``OUT/final``.
+    """
+    opts = options or GRPOOptions()
+    if overrides:
+        unknown = set(overrides) - set(GRPOOptions.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown GRPO option(s): {', '.join(sorted(unknown))}")
+        opts = GRPOOptions(**{**asdict(opts), **overrides})
+    if opts.num_generations < 2:
+        raise ValueError("GRPO needs num_generations >= 2 (advantages are relative within a group)")
+    rows = _training_rows(tasks, instances, data, opts)
+    steps = max_steps if max_steps is not None else math.ceil(len(rows) / opts.prompts_per_step)
+
+    import os
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from agentharness.store.run import RunDir
+
+    started = time.time()
+    net, tokenizer = load_trainable(model)
+    tokenizer.padding_side = "left"
+    random.Random(opts.seed).shuffle(rows)
+    dataset = Dataset.from_list(rows)
+    by_prompt: dict[str, list[Instance]] = {}
+    for row in dataset:
+        by_prompt.setdefault(prompt_key(row["prompt"]), []).append(
+            Instance.model_validate_json(row["instance"])
+        )
+    log_dir = out / "rollouts"
+    RunDir(log_dir).create(
+        {
+            "command": "train grpo",
+            "tasks": tasks,
+            "model": model or "smollm2",
+            "options": asdict(opts),
+        }
+    )
+    group = opts.num_generations
+    config = GRPOConfig(
+        output_dir=str(out / "trainer"),
+        max_steps=steps,
+        per_device_train_batch_size=group * opts.prompts_per_step,
+        gradient_accumulation_steps=1,
+        num_generations=group,
+        max_completion_length=opts.max_completion_length,
+        temperature=max(opts.temperature, 1e-3),
+        top_p=opts.top_p,
+        learning_rate=opts.learning_rate,
+        beta=opts.beta,
+        epsilon=opts.epsilon,
+        num_iterations=opts.num_iterations,
+        loss_type=opts.loss_type,
+        scale_rewards=opts.scale_rewards,
+        logging_steps=opts.logging_steps,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        seed=opts.seed,
+        data_seed=opts.seed,
+        disable_tqdm=True,
+        **opts.extra,
+    )
+    roller = EpisodeRoller(net, tokenizer, opts)
+    trainer = GRPOTrainer(
+        model=net,
+        reward_funcs=episode_reward,
+        args=config,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=lora_config(opts.lora_r, opts.lora_alpha) if opts.lora else None,
+        rollout_func=make_rollout_func(roller, by_prompt, log_dir),
+    )
+    roller.model = trainer.model  # the (possibly peft-wrapped) model being optimized
+    trainer.train()
+    history = trainer.state.log_history
+    losses = finite_losses(history)
+    rewards = [float(h["reward"]) for h in history if "reward" in h]
+    final = save_final(trainer.model, tokenizer, out / "final")
+    write_json(
+        out / "train_summary.json",
+        {
+            "kind": "grpo",
+            "tasks": tasks,
+            "model": model or "smollm2",
+            "problems": len(rows),
+            "steps": trainer.state.global_step,
+            "losses": losses,
+            "mean_reward_per_step": rewards,
+            "options": asdict(opts),
+            "max_steps": max_steps,
+            "seconds": round(time.time() - started, 1),
+            "final": str(final),
+            "rollouts": str(log_dir),
+        },
+    )
+    return final
+
+
+def _training_rows(
+    tasks: list[str], instances: list[Instance] | None, data: Path | None, opts: GRPOOptions
+) -> list[dict[str, Any]]:
+    if data is not None:
+        if not data.exists():
+            raise ValueError(f"RL data {data} does not exist (write it with `bootcamp export rl`)")
+        rows = []
+        for i, row in enumerate(read_jsonl(data), 1):
+            if "instance" not in row:
+                raise ValueError(f"{data}: row {i} has no 'instance' (is this TRL RL data?)")
+            raw = row["instance"]
+            inst = Instance.model_validate_json(raw if isinstance(raw, str) else json.dumps(raw))
+            rows.append(inst)
+        chosen = [r for r in rows if not tasks or _matches(r.task, tasks)]
+        if not chosen:
+            raise ValueError(f"{data} holds no instance of {', '.join(tasks)}")
+        return rl_rows(chosen)
+    if instances:
+        return rl_rows(instances)
+    if not tasks:
+        raise ValueError("train_grpo needs tasks, instances or data")
+    for t in tasks:
+        spec = get_task(t)
+        if spec.modality != "text":
+            print(
+                f"[grpo] note: {spec.id} is a vision task; the model sees image placeholders",
+                file=sys.stderr,
+            )
+    return rl_rows(training_instances(tasks, opts))
+
+
+def _matches(task_id: str, wanted: list[str]) -> bool:
+    name = task_id.split("-v")[0]
+    return any(w in (task_id, name) for w in wanted)

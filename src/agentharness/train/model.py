@@ -1,0 +1,74 @@
+"""Loading a model to train and saving what the ``local`` agent loads back.
+
+Models are named as for ``--agent local``: ``smollm2`` (the bundled SmolLM2-135M-Instruct
+GGUF), a checkpoint directory, or a ``.gguf`` file; nothing is downloaded. A model loaded
+from GGUF is dequantized by transformers but keeps a GGUF "quantizer" that forbids
+training and ``save_pretrained``; it is rebuilt here as a plain float32 model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from agentharness.agents.local import DEFAULT_MODEL, load_model
+
+
+def load_trainable(model: str | None = None) -> tuple[Any, Any]:
+    """(model, tokenizer) ready for a trainer: float32, in train mode, with a pad token."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    net, tokenizer = load_model(model or DEFAULT_MODEL)
+    if getattr(net, "hf_quantizer", None) is not None:
+        config = net.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        plain.load_state_dict(net.state_dict())
+        plain.generation_config = net.generation_config
+        net = plain
+    net = net.float()
+    net.train()
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return net, tokenizer
+
+
+def save_final(net: Any, tokenizer: Any, directory: Path) -> Path:
+    """Save a (possibly LoRA-wrapped) model and its tokenizer as a plain checkpoint.
+
+    A peft model is merged first, so the directory loads with ``--agent local --model DIR``
+    without peft.
+    """
+    if hasattr(net, "merge_and_unload"):
+        net = net.merge_and_unload()
+    directory.mkdir(parents=True, exist_ok=True)
+    net.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def finite_losses(log_history: list[dict[str, Any]], key: str = "loss") -> list[float]:
+    """The logged ``key`` values; raises if any is NaN or infinite (a diverged run)."""
+    values = [float(h[key]) for h in log_history if key in h]
+    bad = [v for v in values if not math.isfinite(v)]
+    if bad:
+        raise FloatingPointError(
+            f"training diverged: {len(bad)} logged {key} value(s) are not finite"
+        )
+    return values
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def lora_config(r: int, alpha: int) -> Any:
+    """A LoRA adapter on every linear layer (peft)."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=r, lora_alpha=alpha, target_modules="all-linear", task_type="CAUSAL_LM")

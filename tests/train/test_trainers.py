@@ -1,0 +1,159 @@
+"""Real (tiny) SFT and GRPO runs of the bundled SmolLM2-135M on CPU, and loading the result.
+
+Each run is a few optimizer steps on very short sequences; together with the one-time
+GGUF conversion of the session fixture they take a few minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("trl", reason="needs the 'train' extra")
+
+from typer.testing import CliRunner
+
+from agentharness.agents import ExpertAgent
+from agentharness.cli.main import app
+from agentharness.core.registry import episode_for, get_task
+from agentharness.core.task import Budgets
+from agentharness.rollout.runner import plan, run, run_one
+from agentharness.store.run import RunDir
+from agentharness.train.chat import plain_chat, render
+
+pytestmark = pytest.mark.slow
+
+
+def weights(directory: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    return load_file(str(directory / "model.safetensors"))
+
+
+def changed_tensors(a: dict[str, Any], b: dict[str, Any]) -> int:
+    import torch
+
+    assert a.keys() == b.keys()
+    return sum(not torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.fixture(scope="module")
+def sft_run(smol_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two SFT steps on exported expert trajectories (text tool format), via the CLI."""
+    from agentharness.export.sft import export_sft
+
+    tmp = tmp_path_factory.mktemp("sft")
+    runs = RunDir(tmp / "expert")
+    runs.create({"command": "test"})
+    items = plan([get_task("robot_reach")], n=2, k=1, seed=0, difficulty="easy")
+    asyncio.run(run(items, ExpertAgent(), runs))
+    data = tmp / "sft.jsonl"
+    assert export_sft([runs.path], data, tool_format="text") == 2
+    out = tmp / "model"
+    result = CliRunner().invoke(
+        app,
+        [
+            "train", "sft", "--data", str(data), "--out", str(out), "--model", str(smol_checkpoint),
+            "--max-steps", "2", "--max-length", "320", "--truncation", "keep_end", "--lr", "1e-4",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_sft_changes_parameters_with_finite_losses(sft_run: Path, smol_checkpoint: Path) -> None:
+    summary = json.loads((sft_run / "train_summary.json").read_text())
+    assert summary["steps"] == 2 and len(summary["losses"]) == 2
+    assert all(0 < loss < 20 for loss in summary["losses"])  # finite, and a real LM loss
+    assert summary["assistant_tokens"] > 0
+    assert changed_tensors(weights(smol_checkpoint), weights(sft_run / "final")) > 10
+
+
+def test_local_agent_loads_the_trained_checkpoint(sft_run: Path) -> None:
+    from agentharness.agents.local import LocalAgent
+
+    final = sft_run / "final"
+    agent = LocalAgent(model=str(final), max_new_tokens=6, temperature=0.0)
+    assert agent.name == "local:final"
+    inst = get_task("robot_reach").instance(0, "easy")
+    episode, _ = asyncio.run(run_one(inst, agent.policy(inst), budgets=Budgets(max_turns=1)))
+    assert episode.turns == 1 and 0 < episode.usage.completion_tokens <= 6
+    # and through the command line, as `bootcamp eval` / `bootcamp loop` use it
+    out = sft_run.parent / "eval"
+    result = CliRunner().invoke(
+        app,
+        [
+            "eval", "--agent", "local", "--model", str(final), "--tasks", "robot_reach", "-n", "1",
+            "--difficulty", "easy", "--max-turns", "1", "--max-tokens", "4", "--quiet", "--out", str(out),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (record,) = RunDir(out).episodes()
+    assert record.agent == "local:final" and record.turns == 1
+
+
+def test_grpo_step_updates_parameters_from_environment_rewards(
+    smol_checkpoint: Path, tmp_path: Path
+) -> None:
+    """One GRPO step on the one-turn ``letters`` task (its reward varies with any reply)."""
+    from agentharness.train.grpo import train_grpo
+
+    out = tmp_path / "grpo"
+    final = train_grpo(
+        ["letters"],
+        out,
+        model=str(smol_checkpoint),
+        max_steps=1,
+        n_instances=1,
+        num_generations=3,
+        max_turns=1,
+        max_new_tokens=16,
+        max_completion_length=32,
+        learning_rate=1e-4,
+        seed=1,
+    )
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert summary["steps"] == 1 and all(abs(x) < 1e3 for x in summary["losses"])
+    assert changed_tensors(weights(smol_checkpoint), weights(final)) > 10
+    # The rewards are the task's own: re-scoring each logged episode gives the same value,
+    # and their mean is what the trainer logged.
+    records = list(RunDir(out / "rollouts").episodes())
+    assert len(records) == 3 and len({r.reward.total for r in records}) > 1
+    for r in records:
+        episode = episode_for(r.instance)
+        episode.step(next(m for m in r.messages if m.role == "assistant").text)
+        assert episode.reward().total == pytest.approx(r.reward.total)
+    mean = sum(r.reward.total for r in records) / 3
+    assert summary["mean_reward_per_step"] == [pytest.approx(mean, abs=1e-5)]
+
+
+def test_multi_turn_rollout_tokens_are_what_the_local_agent_sees(smol_checkpoint: Path) -> None:
+    """A 3-turn episode: sampled tokens (mask 1) interleaved with environment tokens (mask 0)
+    decode to exactly the conversation the local agent would render."""
+    from agentharness.train.grpo import EpisodeRoller, GRPOOptions
+    from agentharness.train.model import load_trainable
+
+    net, tok = load_trainable(str(smol_checkpoint))
+    opts = GRPOOptions(max_turns=3, max_new_tokens=12, max_completion_length=400, seed=3)
+    roller = EpisodeRoller(net, tok, opts)
+    instance = get_task("guess").instance(0, "easy")
+    (rollout,) = roller.play_group(instance, 1, seed=5)
+    assert net.training  # restored after generation
+    assert len(rollout.completion_ids) == len(rollout.env_mask)
+    assert rollout.turns == 3 and rollout.end_reason in ("max_turns", "format_error", "no_answer")
+    assert 1 in rollout.env_mask and 0 in rollout.env_mask
+    record = rollout.record
+    chat = plain_chat(record.messages, record.tools)
+    full = tok.decode(rollout.prompt_ids + rollout.completion_ids, skip_special_tokens=False)
+    expected = render(tok, chat, generation_prompt=False)
+    assert expected.startswith(full) and len(expected) - len(full) <= len("<|im_end|>\n")
+    sampled = tok.decode(
+        [t for t, m in zip(rollout.completion_ids, rollout.env_mask, strict=True) if m],
+        skip_special_tokens=True,
+    )
+    assert sampled == "".join(m.text for m in record.messages if m.role == "assistant")
+    assert rollout.reward == pytest.approx(record.reward.total)
