@@ -21,7 +21,15 @@ from agentharness.core.registry import get_task
 from agentharness.rollout.runner import plan, run
 from agentharness.store.run import RunDir
 from agentharness.train.chat import ChatTemplateError, plain_chat, to_messages, tokenize_chat
-from agentharness.train.grpo import GRPOOptions, prompt_key, rl_rows, splice, train_grpo
+from agentharness.train.grpo import (
+    GRPOOptions,
+    _training_rows,
+    prompt_key,
+    read_problems,
+    rl_rows,
+    splice,
+    train_grpo,
+)
 from agentharness.train.model import finite_losses
 from agentharness.train.sft import build_examples, train_sft
 
@@ -156,6 +164,29 @@ def test_prompt_keys_survive_a_datasets_round_trip() -> None:
     assert rows[0]["prompt"][0]["role"] == "system" and "<tools>" in rows[0]["prompt"][0]["content"]
 
 
+def test_grpo_reads_rl_rows_and_instance_files(tmp_path: Path) -> None:
+    instances = [
+        get_task(t).instance(s, "easy") for t in ("robot_reach", "thermal") for s in (0, 1)
+    ]
+    rl = tmp_path / "rl.jsonl"
+    rl.write_text("".join(json.dumps(r) + "\n" for r in rl_rows(instances)))
+    plain = tmp_path / "instances.jsonl"
+    plain.write_text("".join(i.model_dump_json() + "\n" for i in instances))
+    assert read_problems(rl) == read_problems(plain) == instances
+    rows = _training_rows(["thermal"], None, plain, GRPOOptions())
+    assert [r["task"] for r in rows] == ["thermal-v1", "thermal-v1"]
+    with pytest.raises(ValueError, match="holds no instance of escape_room"):
+        _training_rows(["escape_room"], None, plain, GRPOOptions())
+
+
+def test_trainers_accept_the_loop_call() -> None:
+    """`bootcamp loop` calls fn(data=, out=, model=, max_steps=) for both trainers."""
+    import inspect
+
+    for fn in (train_sft, train_grpo):
+        inspect.signature(fn).bind(data=Path("d"), out=Path("o"), model=None, max_steps=3)
+
+
 def test_finite_losses_catches_divergence() -> None:
     assert finite_losses([{"loss": 1.0}, {"grad_norm": 2.0}, {"loss": 0.5}]) == [1.0, 0.5]
     with pytest.raises(FloatingPointError, match="diverged"):
@@ -175,7 +206,7 @@ def test_bad_options_fail_before_any_model_is_loaded(tmp_path: Path) -> None:
         train_grpo(["robot_reach"], tmp_path / "o", options=GRPOOptions(num_generations=1))
     with pytest.raises(TypeError, match="unknown GRPO option"):
         train_grpo(["robot_reach"], tmp_path / "o", bogus=1)
-    with pytest.raises(ValueError, match="no 'instance'"):
+    with pytest.raises(ValueError, match="neither an RL row"):
         train_grpo([], tmp_path / "o", data=data)
 
 

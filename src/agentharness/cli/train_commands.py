@@ -107,7 +107,8 @@ def grpo_command(
     model: ModelOpt = None,
     max_steps: StepsOpt = None,
     data: Annotated[
-        Path | None, typer.Option(help="RL JSONL from `bootcamp export rl --format trl`")
+        Path | None,
+        typer.Option(help="RL JSONL (`bootcamp export rl --format trl`) or an instances JSONL"),
     ] = None,
     instances: Annotated[
         Path | None, typer.Option(help="train on these instances (JSONL) instead of fresh ones")

@@ -381,8 +381,8 @@ def episode_reward(
 
 
 def train_grpo(
-    tasks: list[str],
-    out: Path,
+    tasks: list[str] | None = None,
+    out: Path | None = None,
     model: str | None = None,
     max_steps: int | None = None,
     *,
@@ -393,13 +393,18 @@ def train_grpo(
 ) -> Path:
     """GRPO-train ``model`` (default: the bundled SmolLM2) by playing episodes of ``tasks``.
 
-    Training problems are, in order of precedence: the RL JSONL ``data`` written by the
-    exporter (rows ``{"prompt", "instance", "task"}``), ``instances``, or
-    ``options.n_instances`` fresh instances per task. Each optimizer step plays
+    Training problems are, in order of precedence: the JSONL file ``data`` (the TRL RL
+    rows of ``bootcamp export rl --format trl``, ``{"prompt", "instance", "task"}``, or an
+    instances file from ``bootcamp generate`` / ``synth``; restricted to ``tasks`` when
+    given), ``instances``, or ``options.n_instances`` fresh instances per task. The loop
+    calls it as ``train_grpo(data=..., out=..., model=..., max_steps=...)``. Each optimizer step plays
     ``prompts_per_step`` groups of ``num_generations`` episodes. ``max_steps`` defaults to
     one pass over the problems. Writes ``OUT/final``, ``OUT/rollouts`` (a run directory of
     every training episode) and ``OUT/train_summary.json``; returns ``OUT/final``.
     """
+    if out is None:
+        raise TypeError("train_grpo needs out (the output directory)")
+    tasks = list(tasks or [])
     opts = options or GRPOOptions()
     if overrides:
         unknown = set(overrides) - set(GRPOOptions.__dataclass_fields__)
@@ -505,16 +510,7 @@ def _training_rows(
     tasks: list[str], instances: list[Instance] | None, data: Path | None, opts: GRPOOptions
 ) -> list[dict[str, Any]]:
     if data is not None:
-        if not data.exists():
-            raise ValueError(f"RL data {data} does not exist (write it with `bootcamp export rl`)")
-        rows = []
-        for i, row in enumerate(read_jsonl(data), 1):
-            if "instance" not in row:
-                raise ValueError(f"{data}: row {i} has no 'instance' (is this TRL RL data?)")
-            raw = row["instance"]
-            inst = Instance.model_validate_json(raw if isinstance(raw, str) else json.dumps(raw))
-            rows.append(inst)
-        chosen = [r for r in rows if not tasks or _matches(r.task, tasks)]
+        chosen = [i for i in read_problems(data) if not tasks or _matches(i.task, tasks)]
         if not chosen:
             raise ValueError(f"{data} holds no instance of {', '.join(tasks)}")
         return rl_rows(chosen)
@@ -530,6 +526,30 @@ def _training_rows(
                 file=sys.stderr,
             )
     return rl_rows(training_instances(tasks, opts))
+
+
+def read_problems(path: Path) -> list[Instance]:
+    """Instances from TRL RL rows (``{"instance": ...}``) or from an instances JSONL file."""
+    if not path.exists():
+        raise ValueError(
+            f"training data {path} does not exist (write it with `bootcamp export rl`)"
+        )
+    out: list[Instance] = []
+    for i, row in enumerate(read_jsonl(path), 1):
+        raw = row.get("instance", row)
+        try:
+            out.append(
+                Instance.model_validate_json(raw)
+                if isinstance(raw, str)
+                else Instance.model_validate(raw)
+            )
+        except ValueError as e:
+            raise ValueError(
+                f"{path}: row {i} is neither an RL row with an 'instance' nor an instance "
+                f"({str(e).splitlines()[0]})"
+            ) from e
+        get_task(out[-1].task)  # an unknown task fails here, by name
+    return out
 
 
 def _matches(task_id: str, wanted: list[str]) -> bool:
