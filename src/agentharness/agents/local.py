@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentharness.agents.base import AgentError, AgentTurn
-from agentharness.agents.textformat import as_plain_text, with_tools_in_prompt
+from agentharness.agents.textformat import IMAGE_PLACEHOLDER, as_plain_text, with_tools_in_prompt
 from agentharness.core.episode import Usage
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
@@ -115,7 +115,7 @@ class LocalAgent:
     def render_prompt(self, messages: list[Message], tools: list[dict[str, Any]]) -> str:
         _, tokenizer = self._ensure_loaded()
         plain = [
-            as_plain_text(m, image_placeholder="[image omitted: this model cannot see images]")
+            as_plain_text(m, image_placeholder=IMAGE_PLACEHOLDER)
             for m in with_tools_in_prompt(messages, tools)
         ]
         chat = [{"role": m.role, "content": m.text} for m in plain]

@@ -27,6 +27,10 @@ To call a function, write a JSON object with the function name and arguments ins
 </tool_call>"""
 
 
+# What a text-only model sees where an image was: the same words at inference and in training.
+IMAGE_PLACEHOLDER = "[image omitted: this model cannot see images]"
+
+
 def tools_system_prompt(tools: list[dict[str, Any]]) -> str:
     lines = "\n".join(json.dumps(t, separators=(",", ":")) for t in tools)
     return TOOL_INSTRUCTIONS.format(tools=lines)

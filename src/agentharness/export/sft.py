@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from agentharness.agents.textformat import as_plain_text, with_tools_in_prompt
+from agentharness.agents.textformat import IMAGE_PLACEHOLDER, as_plain_text, with_tools_in_prompt
 from agentharness.core.messages import ImagePart, Message, TextPart
 from agentharness.export.common import (
     ExportError,
@@ -64,7 +64,6 @@ from agentharness.store.schema import EpisodeRecord
 ToolFormat = Literal["native", "text"]
 TOOL_FORMATS: tuple[str, ...] = ("native", "text")
 # What the local (text-only) agent shows in place of an image; keep in sync with agents/local.py.
-IMAGE_PLACEHOLDER = "[image omitted: this model cannot see images]"
 
 
 def images_dir_for(out: Path) -> Path:

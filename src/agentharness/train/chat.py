@@ -15,11 +15,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentharness.agents.textformat import TOOL_INSTRUCTIONS, as_plain_text, with_tools_in_prompt
+# The placeholder LocalAgent.render_prompt puts where an image was (the bundled model is text-only).
+from agentharness.agents.textformat import (
+    IMAGE_PLACEHOLDER,
+    TOOL_INSTRUCTIONS,
+    as_plain_text,
+    with_tools_in_prompt,
+)
 from agentharness.core.messages import Message, coerce_message
 
-# The placeholder LocalAgent.render_prompt puts where an image was (the bundled model is text-only).
-IMAGE_PLACEHOLDER = "[image omitted: this model cannot see images]"
 # The first line of the tool instructions: present when a system prompt already lists the tools.
 _TOOLS_MARKER = TOOL_INSTRUCTIONS.splitlines()[0]
 
