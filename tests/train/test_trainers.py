@@ -157,3 +157,29 @@ def test_multi_turn_rollout_tokens_are_what_the_local_agent_sees(smol_checkpoint
     )
     assert sampled == "".join(m.text for m in record.messages if m.role == "assistant")
     assert rollout.reward == pytest.approx(record.reward.total)
+
+
+def test_group_played_in_one_batch_samples_what_each_episode_would_alone(
+    smol_checkpoint: Path,
+) -> None:
+    """Lockstep batching pads rows of different lengths; every sampled token's log-probability
+    must still equal the one an unbatched forward pass over that episode gives."""
+    import torch
+
+    from agentharness.train.grpo import EpisodeRoller, GRPOOptions
+    from agentharness.train.model import load_trainable
+
+    net, tok = load_trainable(str(smol_checkpoint))
+    opts = GRPOOptions(max_turns=3, max_new_tokens=10, max_completion_length=400, seed=3)
+    rollouts = EpisodeRoller(net, tok, opts).play_group(get_task("guess").instance(0, "easy"), 3, 7)
+    assert len({len(r.completion_ids) for r in rollouts}) > 1  # padding was exercised
+    assert len({tuple(r.completion_ids) for r in rollouts}) == 3  # independent samples
+    net.eval()
+    for r in rollouts:
+        ids = torch.tensor([r.prompt_ids + r.completion_ids])
+        with torch.no_grad():
+            logp = torch.log_softmax(net(input_ids=ids).logits[0].float(), -1)
+        start = len(r.prompt_ids) - 1
+        for i, (token, sampled) in enumerate(zip(r.completion_ids, r.env_mask, strict=True)):
+            if sampled:
+                assert float(logp[start + i, token]) == pytest.approx(r.logprobs[i], abs=1e-3)

@@ -10,8 +10,9 @@ task's own :class:`~agentharness.core.reward.Reward` (``episode.reward().total``
 
 One rollout is one episode. Its completion is every token after the prompt: the tokens
 the model sampled (``env_mask`` 1, trained on) interleaved with the tokens of tool
-results and feedback (``env_mask`` 0, context only). Generation reuses the KV cache
-across turns and shares the prompt's cache within a group, which matters on a CPU.
+results and feedback (``env_mask`` 0, context only). A group's episodes are played in
+lockstep as one batch, with one KV cache kept across turns and the prompt read once
+(``bench/grpo_rollout.py`` measures the gain over playing them one by one).
 
 Every rollout is also written as an :class:`~agentharness.store.schema.EpisodeRecord` to
 ``OUT/rollouts`` (agent ``grpo:step<N>``), so ``bootcamp report OUT/rollouts`` shows how
@@ -20,7 +21,6 @@ rewards moved during training and the loop can mine them like any run.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import random
@@ -112,7 +112,8 @@ class Rollout:
 
     prompt_ids: list[int]
     completion_ids: list[int]
-    env_mask: list[int]
+    env_mask: list[int]  # 1 where the model sampled the token, 0 for environment tokens
+    logprobs: list[float]  # the sampling log-probability of each sampled token (0.0 elsewhere)
     reward: float
     success: bool
     end_reason: str
@@ -120,9 +121,25 @@ class Rollout:
     record: Any = None  # EpisodeRecord
 
 
-class EpisodeRoller:
-    """Plays episodes with a causal LM, turn by turn, the way the ``local`` agent does.
+@dataclass
+class _Row:
+    """The state of one episode of a group while the group is played in lockstep."""
 
+    episode: Any  # Episode
+    chat: list[dict[str, str]]
+    generator: Any  # torch.Generator: each episode has its own sampling stream
+    completion: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    pending: list[int] = field(default_factory=list)  # tokens the model has not read yet
+    fed: int = 0  # tokens the model has read: the position of the next one
+
+
+class EpisodeRoller:
+    """Plays groups of episodes with a causal LM, turn by turn, the way the ``local`` agent does.
+
+    The episodes of a group run in lockstep as one batch. Decoding a 135M model on a CPU is
+    bound by reading the weights, so a batch of G costs little more than one episode.
     Used by the GRPO rollout function; usable on its own (tests drive it directly).
     """
 
@@ -135,107 +152,116 @@ class EpisodeRoller:
         if tokenizer.eos_token_id is not None:
             ids.add(tokenizer.eos_token_id)
         self.eos_ids = sorted(ids)
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else self.eos_ids[0])
 
     def budgets(self, instance: Instance) -> Budgets:
         own = get_task(instance.task).interaction.budgets
         return own.model_copy(update={"max_turns": min(own.max_turns, self.opts.max_turns)})
 
     def play_group(self, instance: Instance, n: int, seed: int) -> list[Rollout]:
-        """``n`` independent episodes on ``instance`` sharing one prompt prefill."""
+        """``n`` independent episodes on ``instance``; episode ``k`` samples from ``seed``, ``k``."""
         import torch
 
-        episode = episode_for(instance, self.budgets(instance))
-        chat = plain_chat(episode.messages, episode.tools)
-        prompt_ids = encode(self.tokenizer, render(self.tokenizer, chat, generation_prompt=True))
+        started = time.time()
+        rows = []
+        for k in range(n):
+            episode = episode_for(instance, self.budgets(instance))
+            rows.append(
+                _Row(
+                    episode=episode,
+                    chat=plain_chat(episode.messages, episode.tools),
+                    generator=torch.Generator().manual_seed(seed * 7919 + k * 1009),
+                )
+            )
+        tok = self.tokenizer
+        prompt_ids = encode(tok, render(tok, rows[0].chat, generation_prompt=True))
         was_training = self.model.training
         self.model.eval()
         try:
             with torch.no_grad():
-                prefix = self._prefill(prompt_ids[:-1])
-                return [
-                    self._play(instance, prompt_ids, copy.deepcopy(prefix), seed * 7919 + k * 1009)
-                    for k in range(n)
-                ]
+                batch = _Batch(self.model, self.pad_id)
+                last = batch.prefill_shared(prompt_ids, rows)
+                while any(not r.episode.done for r in rows):
+                    last = self._turn(rows, batch, last)
         finally:
             self.model.train(was_training)
+        return [self._rollout(instance, prompt_ids, r, started) for r in rows]
 
     # -- internals ------------------------------------------------------------------
-    def _prefill(self, ids: list[int]) -> Any:
+    def _turn(self, rows: list[_Row], batch: _Batch, logits: Any) -> Any:
+        """One assistant turn of every unfinished episode, then the environment's replies."""
+        limit = self.opts.max_completion_length
+        room = {}
+        for k, row in enumerate(rows):
+            if row.episode.done:
+                continue
+            room[k] = min(self.opts.max_new_tokens, limit - len(row.completion))
+            if room[k] <= 0:
+                row.episode.finish("max_tokens")
+                del room[k]
+        sampled: dict[int, list[int]] = {k: [] for k in room}
+        writing = set(room)
+        while writing:
+            for k in sorted(writing):
+                token, logprob = self._sample(logits[k], rows[k].generator)
+                sampled[k].append(token)
+                rows[k].logprobs.append(logprob)
+                if token in self.eos_ids or len(sampled[k]) >= room[k]:
+                    writing.discard(k)
+                else:
+                    rows[k].pending = [token]
+            if writing:
+                logits = batch.feed(rows)
+        for k, new in sampled.items():
+            row = rows[k]
+            row.completion += new
+            row.env_mask += [1] * len(new)
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
+            row.episode.step(text)
+            if row.episode.done:
+                continue
+            eos = new[-1] if new[-1] in self.eos_ids else None
+            after = plain_chat(row.episode.messages, row.episode.tools)
+            env_ids = encode(self.tokenizer, splice(self.tokenizer, row.chat, text, eos, after))
+            row.chat = after
+            if len(row.completion) + len(env_ids) >= limit:
+                row.episode.finish("max_tokens")
+                continue
+            row.completion += env_ids
+            row.env_mask += [0] * len(env_ids)
+            row.logprobs += [0.0] * len(env_ids)
+            row.pending = [new[-1], *env_ids]  # the last sampled token was never read
+        if any(r.pending for r in rows):
+            return batch.feed(rows)
+        return logits
+
+    def _sample(self, logits: Any, generator: Any) -> tuple[int, float]:
+        """A token from ``logits`` at the run's temperature and top-p, and its log-probability."""
         import torch
-        from transformers import DynamicCache
 
-        try:
-            cache = DynamicCache(config=self.model.config)
-        except TypeError:  # older transformers
-            cache = DynamicCache()
-        if ids:
-            self.model(input_ids=torch.tensor([ids]), use_cache=True, **{_cache_kw(): cache})
-        return cache
+        temperature, top_p = self.opts.temperature, self.opts.top_p
+        if temperature <= 0:
+            logp = torch.log_softmax(logits, -1)
+            token = int(torch.argmax(logits))
+            return token, float(logp[token])
+        logp = torch.log_softmax(logits / temperature, -1)
+        if top_p < 1.0:
+            sorted_logp, order = torch.sort(logp, descending=True)
+            cumulative = torch.cumsum(sorted_logp.exp(), -1)
+            drop = cumulative - sorted_logp.exp() >= top_p  # keeps the smallest set reaching top_p
+            logp = logp.clone()
+            logp[order[drop]] = float("-inf")
+            logp = torch.log_softmax(logp, -1)
+        token = int(torch.multinomial(logp.exp(), 1, generator=generator))
+        return token, float(logp[token])
 
-    def _generate(
-        self, ids: list[int], cache: Any, max_new: int, seed: int
-    ) -> tuple[list[int], Any]:
-        import torch
-
-        torch.manual_seed(seed)
-        x = torch.tensor([ids])
-        sample = self.opts.temperature > 0
-        out = self.model.generate(
-            x,
-            attention_mask=torch.ones_like(x),
-            max_new_tokens=max_new,
-            do_sample=sample,
-            temperature=self.opts.temperature if sample else None,
-            top_p=self.opts.top_p if sample else None,
-            top_k=None,
-            eos_token_id=self.eos_ids,
-            pad_token_id=self.tokenizer.pad_token_id,
-            return_dict_in_generate=True,
-            **{_cache_kw(): cache},
-        )
-        new = out.sequences[0, len(ids) :].tolist()
-        for i, t in enumerate(new):  # keep through the first end-of-turn token
-            if t in self.eos_ids:
-                new = new[: i + 1]
-                break
-        return new, getattr(out, _cache_kw())
-
-    def _play(self, instance: Instance, prompt_ids: list[int], cache: Any, seed: int) -> Rollout:
+    def _rollout(
+        self, instance: Instance, prompt_ids: list[int], row: _Row, started: float
+    ) -> Rollout:
         from agentharness.store.schema import EpisodeRecord, Timings
 
-        tok = self.tokenizer
-        started = time.time()
-        episode = episode_for(instance, self.budgets(instance))
-        tools = episode.tools
-        chat = plain_chat(episode.messages, tools)
-        ids = list(prompt_ids)
-        completion: list[int] = []
-        mask: list[int] = []
-        limit = self.opts.max_completion_length
-        while not episode.done:
-            room = limit - len(completion)
-            if room <= 0:
-                episode.finish("max_tokens")
-                break
-            new, cache = self._generate(ids, cache, min(self.opts.max_new_tokens, room), seed)
-            seed += 1
-            completion += new
-            mask += [1] * len(new)
-            ids += new
-            text = tok.decode(new, skip_special_tokens=True)
-            episode.step(text)
-            if episode.done:
-                break
-            eos = new[-1] if new and new[-1] in self.eos_ids else None
-            after = plain_chat(episode.messages, tools)
-            env_ids = encode(tok, splice(tok, chat, text, eos, after))
-            chat = after
-            if len(completion) + len(env_ids) >= limit:
-                episode.finish("max_tokens")
-                break
-            completion += env_ids
-            mask += [0] * len(env_ids)
-            ids += env_ids
+        episode = row.episode
         reward = episode.reward()
         record = EpisodeRecord.from_episode(
             episode,
@@ -245,14 +271,79 @@ class EpisodeRoller:
         )
         return Rollout(
             prompt_ids=list(prompt_ids),
-            completion_ids=completion,
-            env_mask=mask,
+            completion_ids=row.completion,
+            env_mask=row.env_mask,
+            logprobs=row.logprobs,
             reward=float(reward.total),
             success=bool(reward.success),
             end_reason=episode.end_reason or "unknown",
             turns=episode.turns,
             record=record,
         )
+
+
+class _Batch:
+    """A KV cache shared by a group's episodes, fed each row's pending tokens at once.
+
+    Rows with fewer pending tokens than the widest are left-padded; padding is masked out
+    of attention and positions count only real tokens, so every row computes what it would
+    alone (the tests check the log-probabilities against an unbatched forward pass).
+    """
+
+    def __init__(self, model: Any, pad_id: int) -> None:
+        import torch
+        from transformers import DynamicCache
+
+        self.model = model
+        self.pad_id = pad_id
+        try:
+            self.cache = DynamicCache(config=model.config)
+        except TypeError:  # older transformers
+            self.cache = DynamicCache()
+        self.mask = torch.zeros((1, 0), dtype=torch.long)
+
+    def prefill_shared(self, prompt_ids: list[int], rows: list[_Row]) -> Any:
+        """Read the prompt once and copy its cache to every row: the last-token logits per row."""
+        import torch
+
+        logits = self._forward(
+            [prompt_ids], [[1] * len(prompt_ids)], [list(range(len(prompt_ids)))]
+        )
+        n = len(rows)
+        self.cache.batch_repeat_interleave(n)
+        self.mask = self.mask.repeat(n, 1)
+        for row in rows:
+            row.fed = len(prompt_ids)
+        return torch.cat([logits] * n)
+
+    def feed(self, rows: list[_Row]) -> Any:
+        """Read every row's pending tokens; the logits after each row's last real token."""
+        width = max(len(r.pending) for r in rows)
+        ids, mask, positions = [], [], []
+        for row in rows:
+            pad = width - len(row.pending)
+            ids.append([self.pad_id] * pad + row.pending)
+            mask.append([0] * pad + [1] * len(row.pending))
+            positions.append([0] * pad + list(range(row.fed, row.fed + len(row.pending))))
+            row.fed += len(row.pending)
+            row.pending = []
+        return self._forward(ids, mask, positions)
+
+    def _forward(
+        self, ids: list[list[int]], mask: list[list[int]], positions: list[list[int]]
+    ) -> Any:
+        import torch
+
+        self.mask = torch.cat([self.mask, torch.tensor(mask)], dim=1)
+        out = self.model(
+            input_ids=torch.tensor(ids),
+            attention_mask=self.mask,
+            position_ids=torch.tensor(positions),
+            use_cache=True,
+            logits_to_keep=1,
+            **{_cache_kw(): self.cache},
+        )
+        return out.logits[:, -1, :].float()
 
 
 def splice(
