@@ -233,3 +233,113 @@ def test_session_store_is_bounded(instance: Instance) -> None:
     assert len(store) == 2 and store.get("a") is None and store.get("c") is not None
     store.close("c")
     assert store.reward("c") == 0.0 and store.get("c") is None
+
+
+def test_verl_agent_loop_plays_an_exported_row_end_to_end(
+    instance: Instance, tmp_path: Any
+) -> None:
+    """verl's own pipeline on CPU, with a scripted policy instead of an inference server.
+
+    ``bootcamp export rl --format verl`` output goes through verl's ``RLHFDataset``; verl's
+    ``ToolAgentLoop`` (hermes tool parser, our tools loaded from the exported YAML) plays it,
+    tokenizing with the bundled model's tokenizer; the reward function is loaded the way
+    verl's reward loop loads a custom one and called as its naive reward manager calls it.
+    """
+    pytest.importorskip("verl.experimental.agent_loop.tool_agent_loop", reason="needs verl >= 0.8")
+    pytest.importorskip("pyarrow", reason="needs the 'data' extra")
+    from omegaconf import OmegaConf
+    from transformers import AutoTokenizer
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
+    from verl.tools.tool_registry import load_all_tools
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+    from verl.workers.rollout.replica import TokenOutput
+
+    from agentharness.agents.local import bundled_model_path
+    from agentharness.export.rl import export_rl
+
+    data = tmp_path / "rl.parquet"
+    assert export_rl(None, data, instances=[instance], format="verl") == 1
+    directory, gguf = bundled_model_path()
+    tokenizer = AutoTokenizer.from_pretrained(str(directory), gguf_file=gguf)
+    dataset_config = OmegaConf.create({"max_prompt_length": 8192, "filter_overlong_prompts": False})
+    row = RLHFDataset(str(data), tokenizer, dataset_config)[0]
+    turns = expert_turns(instance)
+    _, _, expected = expert_run(instance)
+
+    class ScriptedServer:
+        """verl's LLM server client, answering with the expert's turns as tokens."""
+
+        def __init__(self) -> None:
+            self.turns = list(turns)
+            self.calls = 0
+
+        async def generate(self, request_id: str, prompt_ids: list[int], **_: Any) -> Any:
+            self.calls += 1
+            text = self.turns.pop(0) if self.turns else "Done."  # no tool call ends the loop
+            ids = tokenizer(text, add_special_tokens=False).input_ids
+            return TokenOutput(token_ids=[*ids, tokenizer.eos_token_id], stop_reason="completed")
+
+    multi_turn = {
+        "format": "hermes",
+        "max_user_turns": 50,
+        "max_assistant_turns": 50,
+        "max_parallel_calls": 1,
+        "max_tool_response_length": 100_000,
+        "tool_response_truncate_side": "middle",
+    }
+    config = OmegaConf.create(
+        {
+            "actor_rollout_ref": {
+                "rollout": {
+                    "prompt_length": 8192,
+                    "response_length": 16384,
+                    "full_determinism": False,
+                    "multi_turn": multi_turn,
+                }
+            },
+            "data": {},
+            "reward": {"custom_reward_function": {"path": V.__file__, "name": "compute_score"}},
+        }
+    )
+    tools = load_all_tools(
+        tool_config_path=str(data.with_suffix(".tools.yaml")), function_tool_path=None
+    )
+    server = ScriptedServer()
+
+    async def play() -> Any:  # verl builds agent loops inside its event loop
+        loop = ToolAgentLoop(
+            trainer_config=DictConfigWrap(config),
+            server_manager=server,
+            tokenizer=tokenizer,
+            processor=None,
+            dataset_cls=RLHFDataset,
+            data_config=DictConfigWrap(config.data),
+            tools=ToolListWrap(tools),
+        )
+        kwargs = {k: v for k, v in row.items() if k != "dummy_tensor"}
+        return await loop.run({}, **kwargs)
+
+    output = asyncio.run(play())
+    assert server.calls == len(turns) + 1 and not server.turns
+    assert sum(output.response_mask) < len(output.response_mask)  # tool tokens are masked out
+    assert output.extra_fields[V.REWARD_FIELD] == pytest.approx(expected)
+    reward_fn = get_custom_reward_fn(config)
+    assert reward_fn is not None
+    solution = tokenizer.decode(output.response_ids, skip_special_tokens=True)
+    ground_truth = row["reward_model"]["ground_truth"]
+    live = reward_fn(
+        data_source=row["data_source"],
+        solution_str=solution,
+        ground_truth=ground_truth,
+        extra_info={**row["extra_info"], **output.extra_fields},
+    )
+    assert live["score"] == pytest.approx(expected) and live["replayed"] is False
+    replayed = reward_fn(
+        data_source=row["data_source"],
+        solution_str=solution,
+        ground_truth=ground_truth,
+        extra_info=dict(row["extra_info"]),
+    )
+    assert replayed["replayed"] is True and replayed["score"] == pytest.approx(expected)
