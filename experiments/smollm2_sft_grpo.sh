@@ -5,7 +5,7 @@
 #   bash experiments/smollm2_sft_grpo.sh [WORKDIR]      (default WORKDIR: experiments/out)
 #
 # Every step is a `bootcamp` command; re-running resumes finished evaluations and skips
-# finished training stages. Sized for ~60-90 minutes on 2 shared CPU cores; scale with the
+# finished training stages. Sized for ~2-3 hours on 2 shared CPU cores; scale with the
 # variables below. Results: experiments/RESULTS.md (the table is printed at the end).
 set -euo pipefail
 
@@ -15,7 +15,8 @@ TASKS=${TASKS:-robot_reach,thermal}       # text tasks with partial credit
 N_HELD_OUT=${N_HELD_OUT:-5}               # held-out instances per task (seeds 0..N-1, easy)
 N_SYNTH=${N_SYNTH:-24}                    # synthesized training instances (expert-solved)
 SFT_STEPS=${SFT_STEPS:-24}
-GRPO_STEPS=${GRPO_STEPS:-3}
+GRPO_STEPS=${GRPO_STEPS:-20}
+N_RL=${N_RL:-10}                          # GRPO training instances per task (seeds 100000+)
 GROUP=${GROUP:-4}                         # GRPO group size
 MAX_TURNS=${MAX_TURNS:-4}                 # turn budget at eval and in GRPO episodes
 MAX_TOKENS=${MAX_TOKENS:-128}             # tokens per assistant turn
@@ -63,7 +64,7 @@ $BOOTCAMP eval "${EVAL[@]}" --model "$W/models/sft/final" --out "$W/runs/sft"
 log "GRPO on top of SFT: $GRPO_STEPS steps, groups of $GROUP, fresh training instances"
 if [ ! -f "$W/models/grpo/final/config.json" ]; then
   $BOOTCAMP train grpo --tasks "$TASKS" --model "$W/models/sft/final" --out "$W/models/grpo" \
-    --max-steps "$GRPO_STEPS" --num-generations "$GROUP" --n-instances 8 --difficulty easy \
+    --max-steps "$GRPO_STEPS" --num-generations "$GROUP" --n-instances "$N_RL" --difficulty easy \
     --max-turns "$MAX_TURNS" --max-new-tokens "$MAX_TOKENS" --max-completion-length 1800 \
     --temperature 1.0 --lr 1e-5
 fi
