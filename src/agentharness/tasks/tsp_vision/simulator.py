@@ -54,12 +54,6 @@ def tour_length(points: Sequence[Point], tour: Sequence[int]) -> float:
     return total
 
 
-def leg_lengths(points: Sequence[Point], tour: Sequence[int]) -> list[float]:
-    return [
-        math.dist(points[a], points[b]) for a, b in zip(tour, [*tour[1:], tour[0]], strict=True)
-    ]
-
-
 @dataclass(frozen=True)
 class OrderCheck:
     """Which labels of an order are unknown, duplicated or missing."""

@@ -12,7 +12,7 @@ from agentharness.tasks.tsp_vision.tools import TspVisionWorld
 
 TASK = TaskSpec(
     name="tsp_vision",
-    version=1,
+    version=2,
     modality="vision",
     description=(
         "Travelling salesman on a map image: read the labelled cities' positions from the "

@@ -50,7 +50,7 @@ class TspVisionWorld(World):
 
     @tool
     def tour_length(self, order: Order) -> ToolResult:
-        """Check a closed tour: its total length, each leg's length and any crossing legs.
+        """Check a closed tour: its total length and any crossing legs.
 
         Args:
             order: all city labels, each exactly once, in visiting order (e.g. ["A", "C", "B"]);
@@ -59,11 +59,7 @@ class TspVisionWorld(World):
         tour = self._tour(order)
         self.checks += 1
         length = simulator.tour_length(self.cities, tour)
-        legs = simulator.leg_lengths(self.cities, tour)
         names = [self.labels[i] for i in tour]
-        leg_text = ", ".join(
-            f"{names[k]}->{names[(k + 1) % len(names)]} {d:.2f}" for k, d in enumerate(legs)
-        )
         crossings = simulator.crossing_edges(self.cities, tour)
         if crossings:
             pairs = "; ".join(
@@ -79,8 +75,7 @@ class TspVisionWorld(World):
             cross_text = "No legs cross."
         note = self._note(names, length)
         text = (
-            f"Valid tour of {len(tour)} cities. Total length: {length:.2f}.\n"
-            f"Legs: {leg_text}.\n{cross_text}\n{note}"
+            f"Valid tour of {len(tour)} cities. Total length: {length:.2f}.\n{cross_text}\n{note}"
         )
         return ToolResult(
             text=text, metrics={"tour_length": length, "crossings": float(len(crossings))}
