@@ -6,7 +6,8 @@ the design pressure on the bore), the allowed bore-edge displacement and the per
 materials. It chooses the plate thickness, the material, the bolt count and the bolt
 size. ``analyze`` runs a documented annular-plate model (Roark's Table 11.2 cases 1a/1e
 joined by an elastic bolt rim restraint, plus transverse shear and bolt stretch) and
-reports the displacement against the limit; ``cost`` prices the blank, machining,
+reports the displacement and its breakdown but not the limit, which only the drawing
+gives; ``cost`` prices the blank, machining,
 drilling and bolts against the budget; ``submit_design`` is the answer. Reward: each
 constraint met (partial credit by how far it is missed), a permitted material, full
 success, and an efficiency bonus for few checks. Harder difficulties bring larger

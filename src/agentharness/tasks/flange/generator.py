@@ -86,7 +86,7 @@ class FlangeGenerator:
     """Samples the drawing, a displacement limit and a budget with a known feasible design."""
 
     def generate(self, config: FlangeConfig, seed: int) -> Problem:
-        rng = random.Random(f"flange-v1:{seed}")
+        rng = random.Random(f"flange-v1:{seed}")  # v2 changed only the tools' feedback
         for _ in range(MAX_ATTEMPTS):
             problem = self._attempt(config, rng, seed)
             if problem is not None:
@@ -189,8 +189,9 @@ SYSTEM_PROMPT = (
     "the number of bolts and the bolt size so that the maximum displacement is at or below "
     "the drawing's limit and the cost is at or below the budget.\n\n"
     "Tools:\n"
-    "- analyze(thickness, material, n_bolts, bolt_diameter): maximum displacement, the "
-    "limit, the margin and a breakdown (plate bending, transverse shear, bolt stretch).\n"
+    "- analyze(thickness, material, n_bolts, bolt_diameter): maximum displacement and a "
+    "breakdown (plate bending, transverse shear, bolt stretch); compare it with the "
+    "drawing's limit.\n"
     "- cost(thickness, material, n_bolts, bolt_diameter): cost breakdown, total, budget "
     "and margin.\n"
     "- submit_design(thickness, material, n_bolts, bolt_diameter): your final answer; it "

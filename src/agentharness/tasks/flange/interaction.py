@@ -35,10 +35,9 @@ class FlangeInteraction(Interaction):
         last_cost = next((h for h in reversed(world.history) if "cost" in h), None)
         parts = []
         if last_disp is not None:
-            state = "meets" if last_disp["meets_limit"] else "exceeds"
             parts.append(
-                f"your last analyzed design {state} the displacement limit "
-                f"({last_disp['displacement']:.4g} mm vs {world.limit:g} mm)"
+                f"your last analyzed design displaces the bore edge by "
+                f"{last_disp['displacement']:.4g} mm (the drawing's note 4 gives the limit)"
             )
         if last_cost is not None:
             state = "is within" if last_cost["within_budget"] else "exceeds"

@@ -12,7 +12,7 @@ from agentharness.tasks.flange.tools import FlangeWorld
 
 TASK = TaskSpec(
     name="flange",
-    version=1,
+    version=2,
     modality="vision",
     description=(
         "Design a flat bolted flange from an engineering drawing: choose thickness, material and "

@@ -32,13 +32,28 @@ def _pct(x: float) -> str:
     return f"{100 * x:+.1f}%"
 
 
+def _stiffness_hint(result: Analysis) -> str:
+    """Which change reduces this design's displacement most: its largest contribution."""
+    parts = {
+        "plate bending": (result.bending, "a thicker plate or a stiffer material"),
+        "transverse shear": (result.shear, "a thicker plate"),
+        "bolt stretch": (result.bolt_stretch, "more or larger bolts"),
+    }
+    total = sum(value for value, _ in parts.values()) or 1.0
+    name, (value, remedy) = max(parts.items(), key=lambda kv: kv[1][0])
+    return (
+        f"Compare the displacement with the drawing's limit (note 4). {name.capitalize()} is "
+        f"{100 * value / total:.0f}% of it: {remedy} reduces it most; more or larger bolts also "
+        "stiffen the rim restraint."
+    )
+
+
 class FlangeWorld(World):
-    """One episode's flange: the drawing's geometry, limit and budget, and a call log."""
+    """One episode's flange: the drawing's geometry, the budget, and a call log."""
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
         self.geometry = geometry_of(instance)
-        self.limit = float(instance.hidden["limit_mm"])
         self.budget = float(instance.hidden["budget_usd"])
         self.checks = 0  # analyze + cost calls (the efficiency component counts them)
         self.history: list[dict[str, Any]] = []
@@ -74,7 +89,7 @@ class FlangeWorld(World):
         n_bolts: BoltCount,
         bolt_diameter: BoltSize,
     ) -> dict[str, Any]:
-        """Maximum axial displacement of the bore edge for a design, against the drawing's limit.
+        """Maximum axial displacement of the bore edge for a design (the drawing gives the limit).
 
         Args:
             thickness: plate thickness in mm.
@@ -86,24 +101,11 @@ class FlangeWorld(World):
         self.checks += 1
         result, _ = self.evaluate(design)
         disp = result.max_displacement
-        ok = disp <= self.limit
-        self.history.append({"design": design, "displacement": disp, "meets_limit": ok})
-        if ok:
-            hint = (
-                f"meets the limit with {self.limit - disp:.4g} mm to spare; a thinner plate or a "
-                "cheaper choice may still fit if cost is over budget"
-            )
-        else:
-            hint = (
-                f"{_pct(disp / self.limit - 1)} over the limit: increase thickness, use a stiffer "
-                "material, or more/larger bolts (stiffer rim restraint, less bolt stretch)"
-            )
+        self.history.append({"design": design, "displacement": disp})
+        # The limit is deliberately not repeated here: it is read from the drawing (note 4).
         return {
             "design": self._label(design),
             "max_displacement_mm": round(disp, 5),
-            "limit_mm": self.limit,
-            "margin_mm": round(self.limit - disp, 5),
-            "meets_limit": ok,
             "breakdown_mm": {
                 "plate_bending": round(result.bending, 5),
                 "transverse_shear": round(result.shear, 5),
@@ -112,7 +114,7 @@ class FlangeWorld(World):
             "rim_restraint_0_hinged_1_clamped": round(result.restraint, 3),
             "bolt_stress_mpa": round(result.bolt_stress, 1),
             "peak_plate_bending_stress_mpa": round(result.plate_stress, 1),
-            "feedback": hint,
+            "feedback": _stiffness_hint(result),
         }
 
     @tool
