@@ -363,7 +363,12 @@ def check(
 
 
 # Command groups live in their own modules and register themselves on `app`.
-from agentharness.cli import export_commands, loop_commands, train_commands  # noqa: E402, F401
+from agentharness.cli import (  # noqa: E402, F401
+    export_commands,
+    loop_commands,
+    serve_commands,
+    train_commands,
+)
 
 
 def main() -> None:

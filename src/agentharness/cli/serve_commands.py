@@ -1,0 +1,50 @@
+"""`bootcamp serve`: the HTTP environment server (registered in cli/main.py).
+
+The endpoints are documented in :mod:`agentharness.serve.app`; the server itself needs the
+``serve`` extra, imported only when the command runs so the rest of the CLI works without it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from agentharness.cli.app import app, console, fail
+
+
+@app.command("serve")
+def serve_command(
+    host: Annotated[
+        str, typer.Option(help="interface to listen on (0.0.0.0 for other hosts)")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port (0 picks a free one)")] = 8000,
+    max_sessions: Annotated[
+        int, typer.Option(help="most episodes held at once; more get 429 + Retry-After", min=1)
+    ] = 256,
+    ttl: Annotated[
+        float, typer.Option(help="idle seconds after which an episode is dropped", min=0.001)
+    ] = 600.0,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+) -> None:
+    """Serve the tasks over HTTP so trainers in other processes or on other hosts step episodes.
+
+    Clients use agentharness.serve.RemoteEnv, or the JSON endpoints listed at /docs.
+    """
+    try:
+        from agentharness.serve.app import create_app  # names the extra when it is missing
+    except ImportError as e:
+        raise fail(escape(str(e))) from e  # escape: rich would eat "[serve]" as markup
+    import uvicorn
+
+    console.print(
+        f"starting the environment server on {host}:{port} (max {max_sessions} episodes, "
+        f"ttl {ttl:g} s); API docs at /docs once it runs"
+    )
+    uvicorn.run(
+        create_app(max_sessions=max_sessions, ttl_s=ttl),
+        host=host,
+        port=port,
+        log_level=log_level,
+    )
