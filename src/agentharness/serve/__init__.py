@@ -13,7 +13,7 @@ trainer exactly as in process, with :class:`RemoteEnv` in place of ``agentharnes
 
 The server bounds how many episodes it holds and expires idle ones, answering 429 with
 ``Retry-After`` when full (see :mod:`agentharness.serve.sessions`). The client needs only
-httpx (an openai dependency); the server needs the ``serve`` extra (FastAPI, uvicorn), which
+httpx (a core dependency); the server needs the ``serve`` extra (FastAPI, uvicorn), which
 is imported only when :func:`create_app` or :class:`BackgroundServer` is first used.
 """
 
