@@ -39,6 +39,7 @@ from agentharness.train.model import (
     load_trainable,
     lora_config,
     save_final,
+    shared_training_args,
     write_json,
 )
 
@@ -296,11 +297,12 @@ class _Batch:
 
         self.model = model
         self.pad_id = pad_id
+        self.device = next(model.parameters()).device
         try:
             self.cache = DynamicCache(config=model.config)
         except TypeError:  # older transformers
             self.cache = DynamicCache()
-        self.mask = torch.zeros((1, 0), dtype=torch.long)
+        self.mask = torch.zeros((1, 0), dtype=torch.long, device=self.device)
 
     def prefill_shared(self, prompt_ids: list[int], rows: list[_Row]) -> Any:
         """Read the prompt once and copy its cache to every row: the last-token logits per row."""
@@ -334,16 +336,16 @@ class _Batch:
     ) -> Any:
         import torch
 
-        self.mask = torch.cat([self.mask, torch.tensor(mask)], dim=1)
+        self.mask = torch.cat([self.mask, torch.tensor(mask, device=self.device)], dim=1)
         out = self.model(
-            input_ids=torch.tensor(ids),
+            input_ids=torch.tensor(ids, device=self.device),
             attention_mask=self.mask,
-            position_ids=torch.tensor(positions),
+            position_ids=torch.tensor(positions, device=self.device),
             use_cache=True,
             logits_to_keep=1,
             **{_cache_kw(): self.cache},
         )
-        return out.logits[:, -1, :].float()
+        return out.logits[:, -1, :].float().cpu()  # sampled with per-episode CPU generators
 
 
 def splice(
@@ -551,15 +553,7 @@ def train_grpo(
         loss_type=opts.loss_type,
         scale_rewards=opts.scale_rewards,
         logging_steps=opts.logging_steps,
-        save_strategy="no",
-        report_to=[],
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        seed=opts.seed,
-        data_seed=opts.seed,
-        disable_tqdm=True,
-        **opts.extra,
+        **{**shared_training_args(opts.seed), **opts.extra},
     )
     roller = EpisodeRoller(net, tokenizer, opts)
     trainer = GRPOTrainer(

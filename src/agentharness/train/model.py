@@ -51,6 +51,28 @@ def save_final(net: Any, tokenizer: Any, directory: Path) -> Path:
     return directory
 
 
+def shared_training_args(seed: int) -> dict[str, Any]:
+    """The ``TrainingArguments`` both trainers share.
+
+    No mid-run checkpoints (``OUT/final`` is saved at the end), no experiment trackers, and
+    fixed seeds. A CUDA GPU is used when present (bf16 where it supports it); otherwise the
+    CPU, in float32.
+    """
+    import torch
+
+    cuda = torch.cuda.is_available()
+    return {
+        "save_strategy": "no",
+        "report_to": [],
+        "use_cpu": not cuda,
+        "bf16": cuda and torch.cuda.is_bf16_supported(),
+        "gradient_checkpointing": False,
+        "seed": seed,
+        "data_seed": seed,
+        "disable_tqdm": True,
+    }
+
+
 def finite_losses(log_history: list[dict[str, Any]], key: str = "loss") -> list[float]:
     """The logged ``key`` values; raises if any is NaN or infinite (a diverged run)."""
     values = [float(h[key]) for h in log_history if key in h]

@@ -25,6 +25,7 @@ from agentharness.train.model import (
     load_trainable,
     lora_config,
     save_final,
+    shared_training_args,
     write_json,
 )
 
@@ -130,15 +131,7 @@ def train_sft(
         max_length=opts.max_length,
         truncation_mode=opts.truncation,
         logging_steps=opts.logging_steps,
-        save_strategy="no",
-        report_to=[],
-        use_cpu=True,
-        bf16=False,
-        gradient_checkpointing=False,
-        seed=opts.seed,
-        data_seed=opts.seed,
-        disable_tqdm=True,
-        **opts.extra,
+        **{**shared_training_args(opts.seed), **opts.extra},
     )
     peft_config = lora_config(opts.lora_r, opts.lora_alpha) if opts.lora else None
     trainer = SFTTrainer(
