@@ -540,8 +540,11 @@ def train_grpo(
     config = GRPOConfig(
         output_dir=str(out / "trainer"),
         max_steps=steps,
-        per_device_train_batch_size=group * opts.prompts_per_step,
-        gradient_accumulation_steps=1,
+        # One episode per forward/backward pass, accumulated over the generation batch: the
+        # logits of a multi-turn episode are large (tokens x vocabulary), and a batch of G of
+        # them does not fit a CPU box's memory. Still one optimizer step per generation.
+        per_device_train_batch_size=1,
+        gradient_accumulation_steps=group * opts.prompts_per_step,
         num_generations=group,
         max_completion_length=opts.max_completion_length,
         temperature=max(opts.temperature, 1e-3),
