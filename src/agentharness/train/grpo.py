@@ -141,7 +141,8 @@ class EpisodeRoller:
 
     The episodes of a group run in lockstep as one batch: each decoding step reads the
     weights once for all of them (1.7x the throughput of one by one for groups of 4 on
-    2 CPU cores, ``bench/grpo_rollout.py``). Used by the GRPO rollout function; usable on its own (tests drive it directly).
+    2 CPU cores, ``bench/grpo_rollout.py``). Used by the GRPO rollout function; usable on
+    its own (tests drive it directly).
     """
 
     def __init__(self, model: Any, tokenizer: Any, opts: GRPOOptions) -> None:
