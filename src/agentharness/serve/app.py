@@ -189,17 +189,9 @@ def create_app(
         with store.reserve() as fill:
             episode = await run_in_threadpool(_build_episode, req)
             session = fill(episode)
-        inst = episode.instance
         return CreatedEpisode(
-            episode_id=session.id,
-            task=inst.task,
-            instance_id=inst.instance_id,
-            seed=inst.seed,
-            difficulty=inst.difficulty,
-            messages=list(episode.messages),
-            tools=episode.tools,
+            **_episode_fields(session, store),
             budgets=episode.budgets,
-            expires_in_s=store.expires_in(session),
         )
 
     @app.post("/episodes/{episode_id}/step")
@@ -228,21 +220,13 @@ def create_app(
         """The whole episode so far: conversation, tool calls, step rewards, done."""
         session = store.get(episode_id)
         ep = session.episode
-        inst = ep.instance
         return EpisodeState(
-            episode_id=session.id,
-            task=inst.task,
-            instance_id=inst.instance_id,
-            seed=inst.seed,
-            difficulty=inst.difficulty,
-            messages=list(ep.messages),
-            tools=ep.tools,
+            **_episode_fields(session, store),
             done=ep.done,
             end_reason=ep.end_reason,
             turns=ep.turns,
             tool_calls=list(ep.tool_calls),
             step_rewards=list(ep.step_rewards),
-            expires_in_s=store.expires_in(session),
         )
 
     @app.get("/episodes/{episode_id}/reward")
@@ -270,6 +254,22 @@ def create_app(
         )
 
     return app
+
+
+def _episode_fields(session: Session, store: SessionStore) -> dict[str, Any]:
+    """The fields every episode response shares: ids, the conversation, tools, time left."""
+    ep = session.episode
+    inst = ep.instance
+    return {
+        "episode_id": session.id,
+        "task": inst.task,
+        "instance_id": inst.instance_id,
+        "seed": inst.seed,
+        "difficulty": inst.difficulty,
+        "messages": list(ep.messages),
+        "tools": ep.tools,
+        "expires_in_s": store.expires_in(session),
+    }
 
 
 def _build_episode(req: CreateEpisode) -> Episode:
