@@ -125,6 +125,10 @@ class TaskSpec:
     expert: Callable[[Instance], ExpertPolicy]
     solved_threshold: float = 0.9
     tags: tuple[str, ...] = field(default=())
+    # Vision tasks: the expert's text-only fallback, the strongest policy that does not
+    # read the image. The adversarial check runs it with ``instance.hidden`` emptied and
+    # every image blanked; it must earn next to nothing, or the image is not needed.
+    blind_policy: Callable[[Instance], ExpertPolicy] | None = None
 
     @property
     def id(self) -> str:
