@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import itertools
 import math
+import re
+import statistics
+import typing
 
 import numpy as np
 import pytest
@@ -19,6 +23,7 @@ from agentharness.core.registry import episode_for, get_task
 from agentharness.core.task import TaskConfigError
 from agentharness.rollout.runner import run_one
 from agentharness.tasks.tsp_vision import simulator
+from agentharness.tasks.tsp_vision.reward import closeness
 from agentharness.tasks.tsp_vision.tools import TspVisionWorld
 
 SPEC = get_task("tsp_vision")
@@ -143,7 +148,7 @@ def test_no_grid_map_renders() -> None:
 # -- tools --------------------------------------------------------------------------
 
 
-def test_tour_length_reports_length_and_crossings_but_no_distances() -> None:
+def test_tour_length_reports_only_the_total_length() -> None:
     ep = _episode(0, "medium")
     inst = ep.instance
     labels = inst.public["labels"]
@@ -151,20 +156,51 @@ def test_tour_length_reports_length_and_crossings_but_no_distances() -> None:
     res = ep.world.execute("tour_length", {"order": inst.hidden["solution"]})
     assert not res.is_error
     assert f"{inst.hidden['optimal_length']:.2f}" in res.text
-    assert "No legs cross." in res.text and "shortest valid tour so far" in res.text
+    assert "shortest valid tour so far" in res.text and "2 tour_length checks left" in res.text
     assert res.metrics["tour_length"] == pytest.approx(inst.hidden["optimal_length"])
     # the alphabetical tour on a random map almost surely crosses itself
+    alphabetical = list(range(len(labels)))
+    assert simulator.crossing_edges(cities, alphabetical)
     res2 = ep.world.execute("tour_length", {"order": labels})
-    expected = simulator.tour_length(cities, list(range(len(labels))))
+    expected = simulator.tour_length(cities, alphabetical)
     assert res2.metrics["tour_length"] == pytest.approx(expected)
-    # no per-leg lengths: distances between cities are for the image to tell
+    assert set(res2.metrics) <= {"tour_length", "latency_s"}
+    # no per-leg lengths and no crossing legs: the geometry is for the image to tell
     leg = math.dist(cities[0], cities[1])
     assert f"{leg:.2f}" not in res2.text.replace(f"{expected:.2f}", "")
-    if simulator.crossing_edges(cities, list(range(len(labels)))):
-        assert "crosses" in res2.text
+    assert "cross" not in res2.text.lower() and "-" not in res2.text
     assert f"so far has length {inst.hidden['optimal_length']:.2f}" in res2.text
     best = _world(ep).best
     assert best is not None and best[1] == pytest.approx(inst.hidden["optimal_length"])
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_tour_length_checks_are_limited(difficulty: str) -> None:
+    ep = _episode(1, difficulty)
+    limit = ep.instance.config["max_checks"]
+    labels = ep.instance.public["labels"]
+    assert ep.world.execute("tour_length", {"order": ["A"]}).is_error  # invalid: not counted
+    for k in range(limit):
+        res = ep.world.execute("tour_length", {"order": labels[k:] + labels[:k]})
+        assert not res.is_error
+    over = ep.world.execute("tour_length", {"order": labels})
+    assert over.is_error and "no tour_length checks left" in over.text
+    assert "length" not in over.text.replace("tour_length", "")
+    assert _world(ep).checks == limit
+    # the map and the answer stay available
+    assert not ep.world.execute("show_tour", {"order": labels}).is_error
+    ep.step(_call("submit_tour", ep.instance.hidden["solution"]))
+    assert ep.reward().success
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_too_few_checks_to_solve_for_distances(difficulty: str) -> None:
+    """Tour lengths are linear in the leg lengths: with as many independent tours as the
+    dimension of their span (n(n-3)/2 + 1), every tour's length follows by least squares.
+    The check budget stays far below it, so lengths cannot replace the map."""
+    cfg = SPEC.make_config(difficulty)
+    n = cfg.n_cities  # type: ignore[attr-defined]
+    assert cfg.max_checks < (n * (n - 3) // 2 + 1) // 4  # type: ignore[attr-defined]
 
 
 def test_order_normalisation_accepts_closing_repeat_and_lowercase() -> None:
@@ -178,10 +214,10 @@ def test_order_normalisation_accepts_closing_repeat_and_lowercase() -> None:
 @pytest.mark.parametrize(
     ("order", "needle"),
     [
-        (["A", "B", "C"], "missing: D, E, F"),
+        (["A", "B", "C"], "missing: D, E, F, G, H"),
         (["A", "B", "C", "D", "E", "E", "F"], "visited more than once: E"),
         (["A", "B", "C", "D", "E", "Z"], "unknown label(s) Z"),
-        (["A", "B", "C", "D", "E", "F", "G"], "unknown label(s) G"),
+        (["A", "B", "C", "D", "E", "F", "G", "H", "I"], "unknown label(s) I"),
     ],
 )
 def test_invalid_tours_name_the_problem(order: list[str], needle: str) -> None:
@@ -249,7 +285,7 @@ def test_submit_invalid_tour_keeps_episode_open() -> None:
 # -- reward -------------------------------------------------------------------------
 
 
-def test_reward_partial_credit_is_optimality_ratio() -> None:
+def test_reward_pays_nothing_for_a_tour_beyond_the_tolerance() -> None:
     ep = _episode(3, "medium")
     labels = ep.instance.public["labels"]
     cities = [tuple(c) for c in ep.instance.hidden["cities"]]
@@ -257,10 +293,43 @@ def test_reward_partial_credit_is_optimality_ratio() -> None:
     r = ep.reward()
     length = simulator.tour_length(cities, list(range(len(labels))))
     ratio = ep.instance.hidden["optimal_length"] / length
-    assert ratio < 0.99
-    assert r.total == pytest.approx(ratio)
-    assert r.component("optimality") == pytest.approx(ratio)
+    assert 0.3 < ratio < 0.9  # v2 paid this ratio for the labels in their given order
+    assert r.total == 0.0 and r.component("optimality") == 0.0
     assert r.component("validity") == 1.0 and not r.success
+    assert "longer" in r.explanation
+
+
+def test_closeness_is_linear_within_the_tolerance() -> None:
+    assert closeness(0.0, 0.1) == 1.0
+    assert closeness(-0.01, 0.1) == 1.0  # beating a best-known length
+    assert closeness(0.05, 0.1) == pytest.approx(0.5)
+    assert closeness(0.1, 0.1) == 0.0 and closeness(0.3, 0.1) == 0.0
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_reward_credit_for_a_near_optimal_tour(difficulty: str) -> None:
+    """A tour a little longer than optimal (one or-opt move away) earns partial credit
+    by the stated rule, and success needs a gap of at most 1%."""
+    for seed in range(12):
+        inst = _instance(seed, difficulty)
+        sol = list(inst.hidden["solution"])
+        cities = [tuple(c) for c in inst.hidden["cities"]]
+        labels = inst.public["labels"]
+        best = inst.hidden["optimal_length"]
+        tol = inst.config["tolerance"]
+        for i in range(1, len(sol)):
+            moved = sol[:i] + sol[i + 1 :]
+            moved.insert((i + 1) % len(moved) + 1, sol[i])
+            length = simulator.tour_length(cities, simulator.order_to_indices(moved, labels))
+            gap = length / best - 1
+            if 0.01 < gap < tol:
+                ep = episode_for(inst)
+                ep.step(_call("submit_tour", moved))
+                r = ep.reward()
+                assert r.total == pytest.approx(1 - gap / tol)
+                assert 0 < r.total < 1 and not r.success
+                return
+    pytest.skip("no near-optimal one-move tour found")
 
 
 def test_reward_rechecks_the_answer_not_the_world_claims() -> None:
@@ -288,15 +357,15 @@ def test_no_answer_scores_zero_after_nudges() -> None:
 
 def test_beating_best_known_caps_at_one() -> None:
     inst = _instance(0, "hard", n_cities=20)
-    hidden = {**inst.hidden, "optimal_length": inst.hidden["optimal_length"] * 0.5}
-    tampered = inst.model_copy(update={"hidden": hidden})
-    ep = episode_for(tampered)
+    tol = inst.config["tolerance"]
+    hidden = {**inst.hidden, "optimal_length": inst.hidden["optimal_length"] / (1 + tol / 2)}
+    ep = episode_for(inst.model_copy(update={"hidden": hidden}))
     ep.step(_call("submit_tour", inst.hidden["solution"]))
     assert ep.reward().total == pytest.approx(0.5)
     hidden = {**inst.hidden, "optimal_length": inst.hidden["optimal_length"] * 2}
     ep = episode_for(inst.model_copy(update={"hidden": hidden}))
     ep.step(_call("submit_tour", inst.hidden["solution"]))
-    assert ep.reward().total == 1.0
+    assert ep.reward().total == 1.0 and ep.reward().success
 
 
 # -- expert ---------------------------------------------------------------------------
@@ -320,3 +389,162 @@ def test_expert_survives_noise() -> None:
         ep = _run(_instance(seed, "medium"), NoisyAgent(0.4, seed=seed))
         assert ep.end_reason == "answered"
         assert ep.reward().total == pytest.approx(1.0)
+
+
+# -- reward integrity: the exploits of issue 10, played on >= 30 seeds ------------------
+
+SEEDS = range(30)
+LAZY_LIMIT = 0.2
+
+
+@functools.cache
+def _seeded(difficulty: str) -> tuple[Instance, ...]:
+    return tuple(_instance(seed, difficulty) for seed in SEEDS)
+
+
+def _lengths(messages: list[Message], ids: dict[str, list[str]]) -> list[tuple[float, list[str]]]:
+    out = []
+    for m in messages:
+        if m.role == "tool" and m.tool_call_id in ids:
+            found = re.search(r"Total length: (\d+\.\d+)", m.text)
+            if found:
+                out.append((float(found.group(1)), ids[m.tool_call_id]))
+    return out
+
+
+class GivenOrder:
+    """Submits the labels in their given order at once: no tool, no image."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.labels = list(instance.public["labels"])
+
+    def next_turn(self, messages: list[Message]) -> Message:
+        return _call("submit_tour", self.labels, 1)
+
+
+class Uncross:
+    """v2's crossing-leg feedback as a search: check a tour, reverse the stretch between
+    the first reported pair of crossing legs, repeat; submit the shortest measured."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.order = list(instance.public["labels"])
+        self.sent: dict[str, list[str]] = {}
+        self.n = 0
+
+    def next_turn(self, messages: list[Message]) -> Message:
+        self.n += 1
+        last = messages[-1]
+        measured = _lengths(messages, self.sent)
+        if self.n > 1:
+            found = re.search(r"([A-Z])-([A-Z]) crosses ([A-Z])-([A-Z])", last.text)
+            if last.text.startswith("Error") or found is None:
+                best = min(measured)[1] if measured else self.order
+                return _call("submit_tour", best, 99)
+            _, b, c, _ = found.groups()
+            i, j = self.order.index(b), self.order.index(c)
+            if i > j:
+                i, j = j, i
+            self.order[i : j + 1] = reversed(self.order[i : j + 1])
+        call = _call("tour_length", list(self.order), self.n)
+        self.sent[call.tool_calls[0].id] = list(self.order)  # type: ignore[index]
+        return call
+
+
+class LeastSquares:
+    """Tour lengths are linear in the leg lengths: check many random tours in one turn,
+    fit the legs by least squares, submit the tour shortest under the fit."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.labels = list(instance.public["labels"])
+        n = len(self.labels)
+        self.pairs = {p: k for k, p in enumerate(itertools.combinations(range(n), 2))}
+        rng = np.random.default_rng(instance.seed)
+        calls = SPEC.interaction.budgets.max_tool_calls - 1
+        self.tours = [[int(c) for c in rng.permutation(n)] for _ in range(calls)]
+        self.sent: dict[str, list[str]] = {}
+
+    def _row(self, tour: list[int]) -> np.ndarray:
+        v = np.zeros(len(self.pairs))
+        for a, b in zip(tour, [*tour[1:], tour[0]], strict=True):
+            v[self.pairs[(min(a, b), max(a, b))]] += 1
+        return v
+
+    def next_turn(self, messages: list[Message]) -> Message:
+        if not self.sent:
+            calls = []
+            for k, tour in enumerate(self.tours):
+                order = [self.labels[i] for i in tour]
+                self.sent[f"q{k}"] = order
+                calls.append(ToolCall.make(f"q{k}", "tour_length", {"order": order}))
+            return assistant(tool_calls=calls)
+        index = {lab: i for i, lab in enumerate(self.labels)}
+        measured = _lengths(messages, self.sent)
+        rows = np.array([self._row([index[x] for x in o]) for _, o in measured])
+        fit, *_ = np.linalg.lstsq(rows, np.array([x for x, _ in measured]), rcond=None)
+        n = len(self.labels)
+        dist = np.zeros((n, n))
+        for (a, b), k in self.pairs.items():
+            dist[a, b] = dist[b, a] = fit[k]
+        tour = simulator.local_search(dist, list(range(n)))
+        return _call("submit_tour", [self.labels[i] for i in tour], 99)
+
+
+def _blind(instance: Instance) -> object:
+    """The task's blind policy, given the instance as the adversarial check does."""
+    assert SPEC.blind_policy is not None
+    return SPEC.blind_policy(instance.model_copy(update={"hidden": {}}))
+
+
+def _play(factory: typing.Callable[[Instance], typing.Any], difficulty: str) -> tuple[float, float]:
+    """Mean reward and success rate of a scripted policy over the seeded instances."""
+    totals, wins = [], []
+    for inst in _seeded(difficulty):
+        policy = factory(inst)
+        ep = episode_for(inst)
+        while not ep.done:
+            ep.step(policy.next_turn(ep.messages))
+        totals.append(ep.reward().total)
+        wins.append(ep.reward().success)
+    return statistics.fmean(totals), statistics.fmean(wins)
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+@pytest.mark.parametrize(
+    "exploit",
+    [GivenOrder, Uncross, LeastSquares, _blind],
+    ids=["given", "uncross", "lstsq", "blind"],
+)
+def test_exploits_without_the_map_earn_nothing(
+    exploit: typing.Callable[[Instance], typing.Any], difficulty: str
+) -> None:
+    """v2: given order 0.78/0.59/0.44, uncrossing 0.93/0.80/0.63, least squares 1.0 on easy."""
+    mean, success = _play(exploit, difficulty)
+    assert mean <= LAZY_LIMIT and success <= 0.05, (mean, success)
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_experts_margin_holds_on_every_difficulty(difficulty: str) -> None:
+    mean, success = _play(SPEC.expert, difficulty)
+    assert mean >= SPEC.solved_threshold and success == 1.0
+
+
+def test_blind_policy_uses_every_check_and_never_the_hidden_data() -> None:
+    inst = _instance(4, "easy")
+    policy = _blind(inst)
+    ep = episode_for(inst)
+    while not ep.done:
+        ep.step(policy.next_turn(ep.messages))  # type: ignore[attr-defined]
+    names = [c.name for c in ep.tool_calls]
+    assert names == ["tour_length"] * inst.config["max_checks"] + ["submit_tour"]
+    submitted = ep.world.final_answer["order"]  # type: ignore[index]
+    best = min(c.metrics["tour_length"] for c in ep.tool_calls[:-1])
+    assert ep.tool_calls[-1].metrics["tour_length"] == pytest.approx(best)
+    assert sorted(submitted) == sorted(inst.public["labels"])
+
+
+def test_presets_get_harder() -> None:
+    cfgs = [SPEC.make_config(d) for d in ("easy", "medium", "hard")]
+    cities = [c.n_cities for c in cfgs]  # type: ignore[attr-defined]
+    tolerances = [c.tolerance for c in cfgs]  # type: ignore[attr-defined]
+    assert cities == sorted(cities) and len(set(cities)) == 3
+    assert tolerances == sorted(tolerances, reverse=True) and len(set(tolerances)) == 3

@@ -26,6 +26,20 @@ class TspVisionConfig(BaseModel):
     image_size: int = Field(
         640, ge=320, le=1280, description="side of the square map image, pixels"
     )
+    max_checks: int = Field(
+        3,
+        ge=1,
+        le=20,
+        description="tour_length checks per episode; few enough that tour lengths cannot be "
+        "inverted into distances, so the positions must be read from the map",
+    )
+    tolerance: float = Field(
+        0.08,
+        gt=0.0,
+        le=1.0,
+        description="reward falls linearly from 1 at the optimal length to 0 at this relative "
+        "excess (0.08: a tour 8% longer than optimal earns nothing)",
+    )
 
     @model_validator(mode="after")
     def _packable(self) -> TspVisionConfig:
@@ -39,8 +53,32 @@ class TspVisionConfig(BaseModel):
         return self
 
 
+# Easy has 8 cities, not fewer: with 6 there are only 60 tours, and a few checked at
+# random find a near-optimal one without the map. Harder presets add cities and narrow
+# the band of tours that earn credit.
 DIFFICULTIES: dict[str, dict[str, object]] = {
-    "easy": {"n_cities": 6, "grid_size": 100, "min_separation": 12.0, "show_grid": True},
-    "medium": {"n_cities": 10, "grid_size": 100, "min_separation": 10.0, "show_grid": True},
-    "hard": {"n_cities": 16, "grid_size": 100, "min_separation": 8.0, "show_grid": True},
+    "easy": {
+        "n_cities": 8,
+        "grid_size": 100,
+        "min_separation": 11.0,
+        "show_grid": True,
+        "max_checks": 3,
+        "tolerance": 0.10,
+    },
+    "medium": {
+        "n_cities": 11,
+        "grid_size": 100,
+        "min_separation": 9.0,
+        "show_grid": True,
+        "max_checks": 3,
+        "tolerance": 0.08,
+    },
+    "hard": {
+        "n_cities": 16,
+        "grid_size": 100,
+        "min_separation": 8.0,
+        "show_grid": True,
+        "max_checks": 3,
+        "tolerance": 0.06,
+    },
 }

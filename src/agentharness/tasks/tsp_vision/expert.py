@@ -1,8 +1,16 @@
-"""The privileged expert: reads the hidden coordinates, checks the optimal tour, submits."""
+"""The privileged expert, and the strongest policy without the map (``blind_policy``).
+
+The expert reads the hidden coordinates (what the map shows), checks the optimal tour
+once and submits it. :class:`TspVisionBlind` never looks at the map: it searches with
+the tour lengths ``tour_length`` reports and submits the shortest tour it found.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
+import re
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
@@ -57,6 +65,81 @@ class TspVisionExpert:
             )
             return assistant(text, [ToolCall.make(call_id, "tour_length", order)])
         return assistant(
-            f"The tour {route} is valid and has no crossing legs; submitting it.",
+            f"The tour {route} is valid and its length matches the positions I read; "
+            "submitting it.",
             [ToolCall.make(call_id, "submit_tour", order)],
+        )
+
+
+_LENGTH = re.compile(r"Total length: (\d+(?:\.\d+)?)")
+
+
+class TspVisionBlind:
+    """The strongest policy I can write that never reads the map (the ``blind_policy``).
+
+    Without positions the only instance-specific information is what the tools say, so
+    it searches by ``tour_length`` alone: it checks the labels in their given order, then
+    a random 2-opt move (a reversed stretch) or city move applied to the shortest tour
+    so far, one check per turn, keeping the shortest, until the checks run out; then it
+    submits the shortest tour it measured. With unlimited checks this black-box local
+    search, or least squares over many tour lengths, would solve the task blind; the
+    check budget is what makes the map necessary.
+    """
+
+    def __init__(self, instance: Instance) -> None:
+        self.labels: list[str] = list(instance.public["labels"])
+        self.max_checks = int(instance.config.get("max_checks", 3))
+        digest = hashlib.sha256(",".join(self.labels).encode()).digest()
+        self.rng = random.Random(int.from_bytes(digest[:8], "big") ^ instance.seed)
+        self.sent: dict[str, list[str]] = {}
+        self.n = 0
+        self.submitted = False
+
+    def _measured(self, messages: list[Message]) -> tuple[list[tuple[float, list[str]]], bool]:
+        """My checked tours with their lengths, and whether the checks ran out."""
+        found, exhausted = [], False
+        for m in messages:
+            if m.role != "tool" or m.tool_call_id not in self.sent:
+                continue
+            match = _LENGTH.search(m.text)
+            if match:
+                found.append((float(match.group(1)), self.sent[m.tool_call_id]))
+            elif "no tour_length checks left" in m.text:
+                exhausted = True
+        return found, exhausted
+
+    def _neighbour(self, order: list[str]) -> list[str]:
+        n = len(order)
+        out = list(order)
+        if n < 4:
+            return out
+        if self.rng.random() < 0.6:  # 2-opt: reverse a stretch
+            i, j = sorted(self.rng.sample(range(1, n), 2))
+            out[i : j + 1] = reversed(out[i : j + 1])
+        else:  # move one city elsewhere
+            city = out.pop(self.rng.randrange(n))
+            out.insert(self.rng.randrange(n), city)
+        return out
+
+    def next_turn(self, messages: list[Message]) -> Message:
+        self.n += 1
+        found, exhausted = self._measured(messages)
+        best = min(found, key=lambda x: x[0])[1] if found else list(self.labels)
+        if exhausted or len(self.sent) >= self.max_checks or self.submitted:
+            self.submitted = True
+            return assistant(
+                f"Submitting the shortest tour I measured ({len(found)} checked).",
+                [ToolCall.make(f"blind_submit_{self.n}", "submit_tour", {"order": best})],
+            )
+        candidate = best if not found else self._neighbour(best)
+        tried = set(map(tuple, self.sent.values()))
+        for _ in range(20):
+            if tuple(candidate) not in tried:
+                break
+            candidate = self._neighbour(best)
+        call_id = f"blind_check_{self.n}"
+        self.sent[call_id] = candidate
+        return assistant(
+            "I cannot see the map; checking a tour near my shortest one so far.",
+            [ToolCall.make(call_id, "tour_length", {"order": candidate})],
         )

@@ -77,6 +77,9 @@ class TspVisionGenerator:
             instance.hidden["cities"], labels, g, pub["image_size"], pub["show_grid"]
         )
         example = ", ".join(f'"{x}"' for x in labels[:3])
+        cfg = instance.config
+        checks = int(cfg.get("max_checks", 3))
+        tolerance = float(cfg.get("tolerance", 0.08))
         text = (
             f"The map shows {n} cities labelled {labels[0]} to {labels[-1]}. Their positions "
             f"appear only in the image: x grows to the right and y grows upwards, from 0 to "
@@ -84,18 +87,17 @@ class TspVisionGenerator:
             "Find the shortest closed tour that visits every city exactly once and returns "
             "to its start. Distances are straight lines (Euclidean) in grid units.\n\n"
             "Tools:\n"
-            "- tour_length(order): checks a tour; reports its total length and any "
-            "legs that cross each other (a shortest tour never crosses "
-            "itself).\n"
+            f"- tour_length(order): checks a tour and reports its total length; at most "
+            f"{checks} checks per episode, so plan the tour from the map first.\n"
             "- show_tour(order): returns the map with your route drawn on it (a partial route "
-            "is fine).\n"
+            "is fine); use it to spot crossing legs (a shortest tour never crosses itself).\n"
             "- submit_tour(order): your final answer; it ends the episode.\n\n"
             f"Answer format: `order` is a list of all {n} labels, each exactly once, e.g. "
             f"[{example}, ...]. The return to the first city is implied; any start and either "
             "direction are fine.\n"
-            "Score: the shortest possible length divided by your tour's length (1.0 for an "
-            "optimal tour); 0 without a valid submitted tour. "
-            f"You have at most {BUDGETS.max_turns} turns."
+            f"Score: 1.0 for an optimal tour, falling linearly to 0 for a tour "
+            f"{100 * tolerance:g}% longer than the shortest possible; 0 without a valid "
+            f"submitted tour. You have at most {BUDGETS.max_turns} turns."
         )
         return [system(SYSTEM), user(text, images=[png])]
 

@@ -8,6 +8,7 @@ from agentharness.core.task import Budgets, Interaction
 from agentharness.core.tools import World
 
 # Reading the map and checking a tour or two fits easily; the expert needs two turns.
+# Checks of tour_length are limited separately (the config's ``max_checks``).
 BUDGETS = Budgets(
     max_turns=10,
     max_tool_calls=20,
@@ -26,16 +27,18 @@ class TspVisionInteraction(Interaction):
         best = getattr(world, "best", None)
         if best is not None:
             order, length = best
+            left = max(0, getattr(world, "max_checks", 0) - getattr(world, "checks", 0))
             return (
                 "You did not call a tool. Your best valid tour so far is "
-                f"{', '.join(order)} with length {length:.2f}. Try to shorten it (remove any "
-                "crossing legs, move a city next to its neighbours) and check with tour_length, "
-                "or call submit_tour with it now."
+                f"{', '.join(order)} with length {length:.2f}. Try to shorten it: draw it with "
+                "show_tour, remove any crossing legs, move a city next to its neighbours on the "
+                f"map ({left} tour_length check{'s' if left != 1 else ''} left), or call "
+                "submit_tour with it now."
             )
         labels = instance.public["labels"]
         return (
             "You did not call a tool, so nothing happened. Read each city's position from the "
-            f"map grid, then call tour_length with a list of all {len(labels)} labels "
-            f"({', '.join(labels)}), each once, to check a tour; call submit_tour with your "
-            "best tour to answer."
+            "map grid and plan a short tour, then call tour_length with a list of all "
+            f"{len(labels)} labels ({', '.join(labels)}), each once, to check it; call "
+            "submit_tour with your best tour to answer."
         )

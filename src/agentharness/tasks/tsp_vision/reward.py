@@ -1,4 +1,11 @@
-"""Layer 4: best-known length over the submitted tour's re-computed length."""
+"""Layer 4: credit only for a tour close to the optimum, re-computed from the hidden map.
+
+Any tour earns a share of the optimum under a plain ``optimal / length`` ratio: the
+labels in their given order earned 0.44-0.77 without a look at the map. Here the
+credit falls linearly from 1 at the optimal (or best-known) length to 0 at the
+difficulty's ``tolerance`` of excess length, so only a tour planned from the map's
+positions earns it; random and blind tours are far beyond the tolerance.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +18,17 @@ from agentharness.core.tools import World
 from agentharness.tasks.tsp_vision import simulator
 
 # Within 1% of the optimum counts as solved (reading pixels is never exact).
-SUCCESS_RATIO = 0.99
+SUCCESS_GAP = 0.01
+DEFAULT_TOLERANCE = 0.08
+
+
+def closeness(gap: float, tolerance: float) -> float:
+    """1 at the optimum (``gap`` = length / optimal - 1 = 0), 0 at ``tolerance`` and beyond."""
+    return max(0.0, 1.0 - max(0.0, gap) / tolerance)
 
 
 def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
-    """Optimality ratio of a valid submitted tour; 0 for a missing or invalid one.
+    """Closeness of a valid submitted tour to the optimum; 0 for a missing or invalid one.
 
     The tour is re-checked and its length re-computed from the hidden coordinates;
     nothing the agent or the tools reported is trusted.
@@ -34,20 +47,25 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
         return _zero(f"invalid tour: {check.describe()}")
     tour = simulator.order_to_indices(order, labels)
     length = simulator.tour_length(cities, tour)
-    # A heuristic best-known length can be beaten; the ratio then caps at 1.
+    # A heuristic best-known length can be beaten; the gap is then 0.
     best = min(float(instance.hidden["optimal_length"]), length)
-    ratio = best / length if length > 0 else 0.0
+    gap = length / best - 1.0 if best > 0 else float("inf")
+    tolerance = float(instance.config.get("tolerance", DEFAULT_TOLERANCE))
+    value = closeness(gap, tolerance)
     kind = "optimal" if instance.hidden.get("exact") else "best-known"
-    detail = f"tour length {length:.2f} vs {kind} {best:.2f}"
+    detail = (
+        f"tour length {length:.2f} vs {kind} {best:.2f}: {100 * gap:.1f}% longer; credit falls "
+        f"to 0 at {100 * tolerance:g}% longer"
+    )
     return Reward.from_components(
         [
             RewardComponent(
                 name="validity", value=1.0, weight=0.0, detail="visits every city once"
             ),
-            RewardComponent(name="optimality", value=ratio, weight=1.0, detail=detail),
+            RewardComponent(name="optimality", value=value, weight=1.0, detail=detail),
         ],
-        success=ratio >= SUCCESS_RATIO,
-        explanation=f"valid tour; {detail} (ratio {ratio:.3f})",
+        success=gap <= SUCCESS_GAP,
+        explanation=f"valid tour; {detail} (score {value:.3f})",
     )
 
 

@@ -27,6 +27,7 @@ class TspVisionWorld(World):
         self.grid_size: int = pub["grid_size"]
         self.image_size: int = pub["image_size"]
         self.show_grid: bool = pub["show_grid"]
+        self.max_checks: int = int(instance.config.get("max_checks", 3))
         self.checks = 0
         self.best: tuple[list[str], float] | None = None
         self.submitted_length: float | None = None
@@ -50,36 +51,30 @@ class TspVisionWorld(World):
 
     @tool
     def tour_length(self, order: Order) -> ToolResult:
-        """Check a closed tour: its total length and any crossing legs.
+        """Check a closed tour: its total length (a few checks per episode; see the prompt).
 
         Args:
             order: all city labels, each exactly once, in visiting order (e.g. ["A", "C", "B"]);
                 the return to the first city is implied.
         """
+        if self.checks >= self.max_checks:
+            raise ToolError(
+                f"no tour_length checks left (you had {self.max_checks}). Draw routes with "
+                "show_tour to compare them on the map, and call submit_tour with your best tour."
+            )
         tour = self._tour(order)
         self.checks += 1
         length = simulator.tour_length(self.cities, tour)
         names = [self.labels[i] for i in tour]
-        crossings = simulator.crossing_edges(self.cities, tour)
-        if crossings:
-            pairs = "; ".join(
-                f"{self.labels[a]}-{self.labels[b]} crosses {self.labels[c]}-{self.labels[d]}"
-                for a, b, c, d in crossings[:8]
-            )
-            more = f" (+{len(crossings) - 8} more)" if len(crossings) > 8 else ""
-            cross_text = (
-                f"Crossing legs: {pairs}{more}. Reversing the cities between two crossing legs "
-                "uncrosses them and shortens the tour."
-            )
-        else:
-            cross_text = "No legs cross."
         note = self._note(names, length)
+        left = self.max_checks - self.checks
+        # Only the total, and only a few times: per-leg lengths, crossing legs or many
+        # totals (least squares over tours) would give the geometry away without the map.
         text = (
-            f"Valid tour of {len(tour)} cities. Total length: {length:.2f}.\n{cross_text}\n{note}"
+            f"Valid tour of {len(tour)} cities. Total length: {length:.2f}.\n{note} "
+            f"{left} tour_length check{'s' if left != 1 else ''} left."
         )
-        return ToolResult(
-            text=text, metrics={"tour_length": length, "crossings": float(len(crossings))}
-        )
+        return ToolResult(text=text, metrics={"tour_length": length})
 
     @tool
     def show_tour(self, order: Order) -> ToolResult:
