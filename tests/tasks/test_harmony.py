@@ -12,8 +12,10 @@ from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
 from agentharness.core.registry import episode_for, get_task
+from agentharness.core.reward import Reward
 from agentharness.core.task import TaskConfigError
 from agentharness.rollout.runner import run_one
+from agentharness.tasks.harmony import reward as repair_reward
 from agentharness.tasks.harmony import simulator
 from agentharness.tasks.harmony.simulator import VOICES, ChordInfo
 
@@ -96,7 +98,8 @@ def test_progressions_follow_the_config() -> None:
         figs = [c["figure"] for c in easy.public["chords"]]
         assert figs[0] == "I" and figs[-2:] == ["V", "I"]
         assert not any("6" in f for f in figs)
-        assert easy.public["key"] in ("C", "G", "F")
+        assert len(figs) == 5
+        assert easy.public["key"] in ("C", "G", "F", "D", "B-", "A", "E-")
         hard = _instance(seed, "hard", n_chords=12)
         hfigs = [c["figure"] for c in hard.public["chords"]]
         assert len(hfigs) == 12 and hfigs[-2] == "V" and hfigs[-1] in ("I", "i")
@@ -104,7 +107,7 @@ def test_progressions_follow_the_config() -> None:
 
 def test_bad_knobs_are_rejected() -> None:
     with pytest.raises(TaskConfigError):
-        SPEC.make_config("easy", n_errors=4)  # 4 chords hold at most 3 altered notes
+        SPEC.make_config("easy", n_errors=5)  # 5 chords hold at most 4 altered notes
     with pytest.raises(TaskConfigError):
         SPEC.make_config("easy", error_types=("melody",))
     with pytest.raises(TaskConfigError):
@@ -285,27 +288,224 @@ def test_hidden_solution_scores_full_even_respelled() -> None:
     assert r2.total == pytest.approx(1.0)
 
 
-def test_partial_credit_for_remaining_errors_and_extra_changes() -> None:
+def _variants(inst: Instance) -> list[tuple[list[simulator.Voicing], int, int]]:
+    """Single-note changes of the hidden solution that keep it error-free:
+    (realization, changed notes vs the given, warnings)."""
+    chords = _chords(inst)
+    sol = simulator.to_realization(inst.hidden["solution_midi"])
+    given = simulator.to_realization(inst.hidden["given_midi"])
+    out = []
+    for i, v in enumerate(sol):
+        for k in range(4):
+            for m in simulator.voice_candidates(k, chords[i]):
+                if m == v[k]:
+                    continue
+                w = list(v)
+                w[k] = m
+                trial = [*sol[:i], (w[0], w[1], w[2], w[3]), *sol[i + 1 :]]
+                errors, warnings = simulator.fault_count(trial, chords)
+                if errors == 0:
+                    out.append((trial, len(simulator.changed_notes(given, trial)), warnings))
+    return out
+
+
+def test_partial_credit_is_the_net_fraction_of_given_errors_repaired() -> None:
     inst = _instance(0, "medium")
     chords = _chords(inst)
     sol = simulator.to_realization(inst.hidden["solution_midi"])
-    # an out-of-range bass an octave down at the last chord: no parallel, one error or two
-    bad = list(sol)
-    s, a, t, b = bad[-1]
-    bad[-1] = (s, a, t, b - 12 if b - 12 < 40 else b + 12)
-    r = _submit(inst, _names(bad, chords)).reward()
-    assert r.component("no_parallels") == 1.0
-    assert 0.0 < r.total < 1.0 and not r.success
-    # a different valid realization changes many more notes than were altered
-    other = None
-    for k in range(20):
-        other = simulator.realize(chords, (simulator.tonic_pc(inst.public["key"]) + 11) % 12,
-                                  random.Random(k), beam=8)
-        if other and len(simulator.changed_notes(sol, other)) > 6:
+    given = simulator.to_realization(inst.hidden["given_midi"])
+    # restore every altered note but one: errors are left, so at most half credit
+    injected = inst.hidden["injected"]
+    for keep in injected:
+        partial = list(given)
+        for inj in injected:
+            if inj is not keep:
+                partial[inj["chord"]] = sol[inj["chord"]]
+        r = _submit(inst, _names(partial, chords)).reward()
+        if r.component("no_parallels") != 1.0:
+            continue  # the kept alteration is the parallel: gated to 0
+        _, repaired, new, before = repair_reward.repair_progress(given, partial, chords)
+        assert 0 < repaired < before and new == 0
+        assert r.total == pytest.approx(repair_reward.PARTIAL_WEIGHT * repaired / before)
+        assert not r.success and r.total <= 0.5
+        break
+    else:
+        pytest.fail("no alteration could be kept without a parallel")
+
+
+def test_repairing_the_parallel_by_breaking_the_chord_scores_zero() -> None:
+    """Freezing a voice at the reported parallel trades it for a non-chord tone."""
+    for seed in range(10):
+        inst = _instance(seed, "easy")
+        chords = _chords(inst)
+        given = simulator.to_realization(inst.hidden["given_midi"])
+        report = simulator.check(given, chords, [[str(x) for x in v] for v in given])
+        par = report.parallels[0]
+        k = VOICES.index(par.voices[0])
+        frozen = list(given)
+        v = list(frozen[par.chord + 1])
+        v[k] = frozen[par.chord][k]
+        frozen[par.chord + 1] = (v[0], v[1], v[2], v[3])
+        after = simulator.check(frozen, chords, [[str(x) for x in v] for v in frozen])
+        if after.parallels or not after.errors:
+            continue
+        r = _submit(inst, _names(frozen, chords)).reward()
+        _, repaired, new, _ = repair_reward.repair_progress(given, frozen, chords)
+        if new >= repaired:
+            assert r.total == 0.0 and not r.success
+            return
+    pytest.fail("no seed where freezing traded the parallel for another error")
+
+
+def test_an_answer_without_parallels_but_with_more_errors_scores_zero() -> None:
+    for difficulty in ("easy", "hard"):
+        inst = _instance(1, difficulty)
+        held = {v: [line[0]] * len(line) for v, line in inst.public["given"].items()}
+        r = _submit(inst, held).reward()
+        assert r.component("no_parallels") == 1.0  # held voices make no parallels
+        assert r.total == 0.0 and not r.success
+
+
+def test_parallels_gate_even_a_nearly_correct_answer() -> None:
+    inst = _instance(3, "medium")
+    chords = _chords(inst)
+    sol = simulator.to_realization(inst.hidden["solution_midi"])
+    given = simulator.to_realization(inst.hidden["given_midi"])
+    par = inst.hidden["injected"][0]
+    assert par["error_type"] == "parallel"
+    nearly = list(sol)
+    nearly[par["chord"]] = given[par["chord"]]  # only the parallel left unrepaired
+    r = _submit(inst, _names(nearly, chords)).reward()
+    assert r.component("no_parallels") == 0.0 and r.total == 0.0
+
+
+def test_extra_changes_and_wide_leaps_scale_a_correct_answer() -> None:
+    for seed in range(10):
+        inst = _instance(seed, "medium")
+        n_altered = inst.public["n_altered"]
+        found = {
+            (changed - n_altered, warnings): real
+            for real, changed, warnings in _variants(inst)
+            if changed - n_altered == 1
+        }
+        if (1, 0) in found:
             break
+    else:
+        pytest.fail("no variant with one unnecessary change")
+    chords = _chords(inst)
+    one = _submit(inst, _names(found[(1, 0)], chords)).reward()
+    assert one.total == pytest.approx(1 - repair_reward.CHANGE_PENALTY)
+    assert not one.success  # solved means no change beyond the altered notes
+    # a whole different realization of the same chords is not a repair of these voices
+    key_lt = (simulator.tonic_pc(inst.public["key"]) + 11) % 12
+    other = simulator.sample_realization(chords, key_lt, random.Random(1))
     assert other is not None
-    r2 = _submit(inst, _names(other, chords)).reward()
-    assert r2.success and (r2.component("minimal_changes") or 0.0) < 1.0 and r2.total < 1.0
+    given = simulator.to_realization(inst.hidden["given_midi"])
+    if len(simulator.changed_notes(given, other)) >= n_altered + 5:
+        r = _submit(inst, _names(other, chords)).reward()
+        assert r.component("repair") == 1.0 and r.total == 0.0 and not r.success
+    for seed in range(10):
+        leapy = [x for x in _variants(_instance(seed, "hard")) if x[2] == 1]
+        if leapy:
+            inst = _instance(seed, "hard")
+            real, changed, _ = leapy[0]
+            extra = max(0, changed - inst.public["n_altered"])
+            r = _submit(inst, _names(real, _chords(inst))).reward()
+            assert r.total == pytest.approx(
+                (1 - repair_reward.CHANGE_PENALTY * extra) * (1 - repair_reward.WARNING_PENALTY)
+            )
+            return
+    pytest.fail("no variant with a wide leap")
+
+
+# -- exploits (issue 10): scripted lazy policies over 30 seeds per difficulty -------
+
+
+def _freeze_policy(inst: Instance, which: int) -> Reward:
+    """Check, then hold voice ``which`` (0 upper, 1 lower, 2 both) of every reported
+    parallel at its previous note, until no parallel is reported; submit."""
+    ep = episode_for(inst)
+    voices = {v: list(x) for v, x in inst.public["given"].items()}
+    chords = _chords(inst)
+    for turn in range(12):
+        ep.step(_call("check_harmony", voices, turn))
+        real = simulator.to_realization(
+            [[simulator.parse_pitch(x) for x in voices[v]] for v in VOICES]
+        )
+        report = simulator.check(real, chords, [[str(x) for x in v] for v in real])
+        if not report.parallels:
+            break
+        for par in report.parallels:
+            for name in par.voices if which == 2 else (par.voices[which],):
+                voices[name][par.chord + 1] = voices[name][par.chord]
+    ep.step(_call("submit_voices", voices, 99))
+    return ep.reward()
+
+
+def _submit_reward(inst: Instance, voices: object) -> Reward:
+    ep = episode_for(inst)
+    ep.step(_call("submit_voices", voices))
+    return ep.reward()
+
+
+def _expert_answer(inst: Instance) -> dict[str, object]:
+    ep = episode_for(inst)
+    expert = SPEC.expert(inst)
+    while not ep.done:
+        ep.step(expert.next_turn(ep.messages))
+    assert ep.world.final_answer is not None
+    return ep.world.final_answer
+
+
+def _mean_success(rewards: list[Reward]) -> tuple[float, float]:
+    return (
+        sum(r.total for r in rewards) / len(rewards),
+        sum(r.success for r in rewards) / len(rewards),
+    )
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_exploits_earn_at_most_0_2(difficulty: str) -> None:
+    insts = [_instance(seed, difficulty) for seed in range(30)]
+    policies: dict[str, list[Reward]] = {
+        "echo the given voices": [_submit_reward(i, i.public["given"]) for i in insts],
+        "hold every voice (no parallels)": [
+            _submit_reward(i, {v: [x[0]] * len(x) for v, x in i.public["given"].items()})
+            for i in insts
+        ],
+    }
+    for which in (0, 1, 2):
+        policies[f"freeze voices at parallels ({which})"] = [
+            _freeze_policy(i, which) for i in insts
+        ]
+    pool = [_expert_answer(_instance(seed, difficulty)) for seed in range(1000, 1010)]
+    policies["best constant answer"] = max(
+        ([_submit_reward(i, answer["voices"]) for i in insts] for answer in pool),
+        key=lambda rs: _mean_success(rs)[0],
+    )
+    for name, rewards in policies.items():
+        mean, success = _mean_success(rewards)
+        assert mean <= 0.2 and success <= 0.05, f"{name} on {difficulty}: {mean:.3f}, {success:.2f}"
+
+
+def test_no_single_hold_repairs_an_exercise() -> None:
+    for difficulty in ("easy", "medium", "hard"):
+        for seed in range(10):
+            inst = _instance(seed, difficulty)
+            given = simulator.to_realization(inst.hidden["given_midi"])
+            sol = simulator.to_realization(inst.hidden["solution_midi"])
+            assert simulator.hold_repairs(given, _chords(inst)) == []
+            for inj in inst.hidden["injected"]:  # no altered note was a held one
+                i, k = inj["chord"], VOICES.index(inj["voice"])
+                assert all(
+                    sol[j][k] != sol[i][k] for j in (i - 1, i + 1) if 0 <= j < len(sol)
+                )
+
+
+def test_exercises_do_not_repeat() -> None:
+    """A fixed answer must not fit many instances: easy has few chords and keys."""
+    seen = {str(_instance(seed, "easy").hidden["solution_midi"]) for seed in range(80)}
+    assert len(seen) >= 78
 
 
 # -- interaction and expert ---------------------------------------------------------

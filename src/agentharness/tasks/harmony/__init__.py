@@ -4,11 +4,24 @@ The agent gets a key, a Roman-numeral progression (with each chord's tones and b
 note) and four voices realizing it in which a few notes were altered to create
 voice-leading errors: parallel fifths and octaves, voice crossing, out-of-range notes
 and large leaps. ``check_harmony`` reports every error and warning by chord and voice
-(music21 parses the pitch names); ``submit_voices`` answers. The reward re-checks the
-submission: 0 with any parallel fifth/octave left, otherwise one minus penalties for
-remaining errors, wide leaps and changes beyond the number of altered notes. The
-generator realizes the progression by beam search, injects the errors and keeps the
-correct realization as hidden truth; the expert repairs by minimal-change search.
+(music21 parses the pitch names); ``submit_voices`` answers.
+
+Reward (v2) pays for repairing, measured against the given chorale's own errors:
+``repair x no_parallels x minimal_changes x smoothness``. ``repair`` is 1 when no error
+remains, otherwise 0.5 x the net fraction of the given errors repaired (errors of the
+given voices gone, minus errors the answer newly creates, at least 0); any parallel
+fifth/octave left scores 0; each changed note beyond the number altered takes 0.2 and
+each wide leap 0.05 off the factor. Success means no error and no unnecessary change.
+So echoing the given voices, holding every voice still (no parallels but non-chord
+tones) and freezing a voice at each reported parallel earn nothing, and a fixed answer
+(another exercise's solution) is not a repair of these voices.
+
+The generator draws a realization of the progression at random (many realizations per
+progression, so exercises rarely repeat), injects the errors without ever altering a
+note the realization holds from a neighbouring chord, rejects exercises that one held
+note repairs, and keeps the correct realization as hidden truth; the expert repairs
+by minimal-change search. v1 paid about 0.4 for any answer without parallels and 0.85
+on easy for freezing voices.
 """
 
 from agentharness.tasks.harmony.task import TASK

@@ -39,22 +39,25 @@ class HarmonyConfig(BaseModel):
         return self
 
 
+# Harder: longer progressions, more altered notes of more kinds, minor keys, then
+# inversions and more accidentals. Easy has five chords and up to three accidentals so
+# that exercises rarely repeat (a fixed answer must not fit many instances).
 DIFFICULTIES: dict[str, dict[str, object]] = {
     "easy": {
-        "n_chords": 4,
+        "n_chords": 5,
         "n_errors": 1,
         "error_types": ("parallel",),
         "minor_keys": False,
         "inversions": False,
-        "max_accidentals": 1,
+        "max_accidentals": 3,
     },
     "medium": {
-        "n_chords": 6,
+        "n_chords": 7,
         "n_errors": 3,
         "error_types": ("parallel", "crossing", "range", "leap"),
         "minor_keys": True,
         "inversions": False,
-        "max_accidentals": 2,
+        "max_accidentals": 3,
     },
     "hard": {
         "n_chords": 10,

@@ -88,7 +88,7 @@ def progression(n: int, minor: bool, inversions: bool, rng: random.Random) -> li
 
 
 class HarmonyGenerator:
-    """Draws a key and a progression, realizes it by search, then injects errors."""
+    """Draws a key and a progression, samples a realization, then injects errors."""
 
     def generate(self, config: HarmonyConfig, seed: int) -> Problem:
         for draw in range(MAX_DRAWS):
@@ -104,7 +104,7 @@ class HarmonyGenerator:
                 continue
             chords = [simulator.chord_info(f, key_name) for f in figures]
             leading = (simulator.tonic_pc(key_name) + 11) % 12
-            solution = simulator.realize(chords, leading, rng)
+            solution = simulator.sample_realization(chords, leading, rng)
             if solution is None or not _verified(solution, chords):
                 continue
             injected = simulator.inject(
@@ -115,6 +115,8 @@ class HarmonyGenerator:
             given, injections = injected
             if simulator.repair(given, chords, levels=(1,)) is None:
                 continue  # the expert's search space must hold a fix
+            if simulator.hold_repairs(given, chords):
+                continue  # freezing one voice must not be a full repair
             given_names, solution_names = _names(given, chords), _names(solution, chords)
             if not (_spelled(given_names, given) and _spelled(solution_names, solution)):
                 continue
@@ -187,10 +189,14 @@ class HarmonyGenerator:
             "- submit_voices(voices): your final answer; it ends the episode.\n\n"
             'Answer format: voices = {"soprano": [...], "alto": [...], "tenor": [...], '
             f'"bass": [...]}}, each a list of {n} pitch names such as "F#4" or "Bb3".\n'
-            "Score: 0 if any parallel fifths or octaves remain. Otherwise 1 minus penalties "
-            "for each remaining error, each warning, and each changed note beyond "
-            f"{k} (a minimal repair changes at most {k}). Solved means no errors at all. "
-            f"You have at most {BUDGETS.max_turns} turns."
+            "Score: 0 if any parallel fifths or octaves remain. Voices with no error at all "
+            "score 1; with errors left, at most 0.5, in proportion to the given voices' "
+            "errors you repaired minus the new errors you created (silencing a parallel by "
+            "making a non-chord tone earns nothing). Either way the score is then scaled by "
+            f"(1 - 0.2 per changed note beyond {k}; a minimal repair changes at most {k}) and "
+            "by (1 - 0.05 per warning). Solved means no errors and at most "
+            f"{k} changed note{'s' if k > 1 else ''}. You have at most {BUDGETS.max_turns} "
+            "turns."
         )
         return [system(SYSTEM), user(text)]
 

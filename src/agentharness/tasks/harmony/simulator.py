@@ -11,6 +11,7 @@ a *realization* is a list of voicings, one per chord of the progression.
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Iterable, Sequence
@@ -496,6 +497,56 @@ def realize(
     return out[::-1]
 
 
+SAMPLE_TEMPERATURE = 2.0  # semitones of motion per factor e in a step's odds
+SAMPLE_TRIES = 400
+
+
+def sample_realization(
+    chords: Sequence[ChordInfo],
+    leading_pc: int,
+    rng: random.Random,
+    temperature: float = SAMPLE_TEMPERATURE,
+) -> list[Voicing] | None:
+    """A random error- and warning-free realization, drawn chord by chord.
+
+    Each next voicing is drawn among the textbook voicings that move cleanly from the
+    previous one (no parallels, no leaps wider than a fifth in the upper voices), with
+    odds ``exp(-cost / temperature)`` favouring small motion and root doubling; dead
+    ends backtrack. Unlike :func:`realize` (the smoothest path) this spreads exercises
+    over many realizations, so no fixed answer fits many instances. The last soprano
+    note is the final chord's root. ``None`` if no path was found within the tries.
+    """
+    options = [good_voicings(c, leading_pc) for c in chords]
+    options[-1] = tuple(c for c in options[-1] if c[0][0] % 12 == chords[-1].root_pc)
+    tries = 0
+
+    def walk(i: int, prev: Voicing | None) -> list[Voicing] | None:
+        nonlocal tries
+        if i == len(chords):
+            return []
+        cands: list[tuple[float, Voicing]] = []
+        for v, vcost in options[i]:
+            if prev is None:
+                cands.append((vcost, v))
+            elif transition_clean(prev, v):
+                motion = sum(abs(v[k] - prev[k]) for k in range(3)) + 0.25 * abs(v[3] - prev[3])
+                cands.append((motion + vcost, v))
+        for _ in range(min(4, len(cands))):
+            if tries >= SAMPLE_TRIES:
+                return None
+            tries += 1
+            weights = [math.exp(-c / temperature) for c, _ in cands]
+            _, v = cands.pop(rng.choices(range(len(cands)), weights=weights)[0])
+            rest = walk(i + 1, v)
+            if rest is not None:
+                return [v, *rest]
+            if not cands:
+                break
+        return None
+
+    return walk(0, None)
+
+
 # -- error injection ----------------------------------------------------------------
 
 INJECT_KINDS = {
@@ -531,6 +582,33 @@ def _involves(f: Fault, voice: int) -> bool:
     return f[1] == voice or f[2] == voice or f[1] == -1
 
 
+def _held(real: Sequence[Voicing], i: int, k: int) -> bool:
+    """Does voice ``k`` hold its note of chord ``i`` from or into a neighbouring chord?"""
+    return (i > 0 and real[i - 1][k] == real[i][k]) or (
+        i + 1 < len(real) and real[i + 1][k] == real[i][k]
+    )
+
+
+def hold_repairs(
+    given: Sequence[Voicing], chords: Sequence[ChordInfo]
+) -> list[list[Voicing]]:
+    """Every realization made from ``given`` by one *hold*: a note replaced by the same
+    voice's note in the previous or next chord (what freezing a voice at a reported
+    parallel does), that has no error at all."""
+    out: list[list[Voicing]] = []
+    for i in range(len(given)):
+        for k in range(4):
+            for j in (i - 1, i + 1):
+                if not 0 <= j < len(given) or given[j][k] == given[i][k]:
+                    continue
+                v = list(given[i])
+                v[k] = given[j][k]
+                trial = [*given[:i], (v[0], v[1], v[2], v[3]), *given[i + 1 :]]
+                if fault_count(trial, chords)[0] == 0:
+                    out.append(trial)
+    return out
+
+
 def inject(
     chords: Sequence[ChordInfo],
     solution: Sequence[Voicing],
@@ -540,7 +618,9 @@ def inject(
 ) -> tuple[list[Voicing], list[Injection]] | None:
     """Alter ``n_errors`` notes of ``solution`` (at most one per chord), each to another
     tone of its chord that causes an error of the planned type. A parallel comes first
-    when allowed, so the given voices always fail the gate. ``None`` if stuck."""
+    when allowed, so the given voices always fail the gate. A note the solution holds
+    from or into a neighbouring chord is never altered, so freezing a voice (copying a
+    neighbour's note) never simply restores the solution. ``None`` if stuck."""
     real = list(solution)
     types = list(error_types)
     rng.shuffle(types)
@@ -552,7 +632,13 @@ def inject(
     done: list[Injection] = []
     for etype in plan:
         wanted = INJECT_KINDS[etype]
-        spots = [(i, k) for i in range(len(real)) if i not in used for k in range(4)]
+        spots = [
+            (i, k)
+            for i in range(len(real))
+            if i not in used
+            for k in range(4)
+            if not _held(solution, i, k)
+        ]
         rng.shuffle(spots)
         chosen: tuple[int, int, int] | None = None
         for i, k in spots:

@@ -12,13 +12,13 @@ from agentharness.tasks.harmony.tools import HarmonyWorld
 
 TASK = TaskSpec(
     name="harmony",
-    version=1,
+    version=2,
     modality="text",
     description=(
         "Repair a four-part (SATB) chorale: given a Roman-numeral progression and voices "
         "with injected voice-leading errors, return corrected voices. Reward: 0 with any "
-        "parallel fifth/octave; otherwise 1 minus penalties for errors, leaps and "
-        "unnecessary changes."
+        "parallel fifth/octave; 1 with no error, else at most 0.5 by the net fraction of the "
+        "given errors repaired; scaled down for unnecessary changes and wide leaps."
     ),
     config_model=HarmonyConfig,
     difficulties=DIFFICULTIES,
