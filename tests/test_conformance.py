@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+import dataclasses
 
-from agentharness.conformance import check_task
+import pytest
+from toy_task import GUESS, GuessExpert, guess_reward
+
+from agentharness.conformance import adversarial_check, check_task
+from agentharness.core import Instance, Reward, TaskSpec, World, registry
+from agentharness.core.episode import Trajectory
 from agentharness.core.registry import BUILTIN_TASKS, all_tasks
 
 
@@ -17,5 +22,77 @@ def test_builtin_tasks_are_registered() -> None:
 def test_task_conforms(spec) -> None:
     report = check_task(spec, seeds=3)
     failures = [f"{r.name}: {r.detail}" for r in report.results if not r.passed]
-    assert not failures, "\n".join(failures)
-    assert len(report.results) == 5
+    assert report.adversarial is not None
+    assert not failures, "\n".join(failures) + "\n" + report.adversarial.table()
+    assert [r.name for r in report.results][-1] == "adversarial" and len(report.results) == 6
+
+
+# -- the adversarial check catches reward hacks -----------------------------------------
+
+
+def _variant(monkeypatch: pytest.MonkeyPatch, **changes: object) -> TaskSpec:
+    spec = dataclasses.replace(GUESS, **changes)
+    all_tasks()
+    monkeypatch.setitem(registry._REGISTRY, spec.id, spec)
+    return spec
+
+
+def test_an_honest_task_passes_and_the_table_shows_every_policy() -> None:
+    report = adversarial_check(GUESS, seeds=10)
+    assert report.failures == []
+    assert {"expert", "lazy:defaults", "lazy:minimum", "lazy:maximum", "lazy:echo"} <= set(
+        report.scores
+    )
+    assert {"lazy:constant", "lazy:passive0", "random", "nothing"} <= set(report.scores)
+    table = report.table()
+    assert table.splitlines()[0].split() == ["policy", "easy", "medium", "hard"]
+    assert "margin" in table.splitlines()[-1]
+
+
+def test_paying_for_any_answer_fails_with_a_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    def generous(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
+        honest = guess_reward(instance, world, trajectory)
+        if world.final_answer is None:
+            return honest
+        # half the reward for answering at all: the classic format-credit hack
+        return honest.model_copy(update={"total": max(honest.total, 0.5)})
+
+    spec = _variant(monkeypatch, name="guess_generous", reward=generous)
+    report = adversarial_check(spec, seeds=10)
+    failed = {f.split(":")[0] + ":" + f.split(":")[1] for f in report.failures}
+    assert {"lazy:defaults", "lazy:minimum", "lazy:constant"} <= failed
+    assert not any(f.startswith(("nothing", "expert")) for f in report.failures)
+    assert any("gate the reward on solving" in f for f in report.failures)
+
+
+def test_a_constant_answer_that_wins_too_often_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = _variant(
+        monkeypatch,
+        name="guess_narrow",
+        difficulties={"easy": {"high": 3}, "medium": {"high": 100}, "hard": {"high": 1000}},
+    )
+    report = adversarial_check(spec, seeds=10)
+    assert any(f.startswith("lazy:constant") and "on easy" in f for f in report.failures)
+    assert report.scores["lazy:constant"]["easy"].success > 0.05
+
+
+def test_a_margin_that_shrinks_with_difficulty_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    def drifting(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
+        honest = guess_reward(instance, world, trajectory)
+        bonus = 0.18 * instance.public["high"] / 10000  # lazy answers earn more when harder
+        total = min(1.0, honest.total + bonus) if world.final_answer is not None else 0.0
+        return honest.model_copy(update={"total": total})
+
+    spec = _variant(monkeypatch, name="guess_drifting", reward=drifting)
+    report = adversarial_check(spec, seeds=10)
+    assert any(f.startswith("margin:") and "to hard" in f for f in report.failures), report.failures
+
+
+def test_a_vision_task_needs_a_blind_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = _variant(monkeypatch, name="guess_vision", modality="vision")
+    report = adversarial_check(spec, seeds=3)
+    assert any("without a blind_policy" in f for f in report.failures)
+    seeing = _variant(monkeypatch, name="guess_vision2", modality="vision", blind_policy=GuessExpert)
+    report = adversarial_check(seeing, seeds=3)
+    # the expert needs no image here, so played blind it still wins: the check says so
+    assert any(f.startswith("blind:") and "without its image" in f for f in report.failures)

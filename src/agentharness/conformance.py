@@ -4,12 +4,14 @@
 * the expert reaches the task's solved threshold on every difficulty;
 * random and do-nothing policies score clearly lower than the expert;
 * instances, trajectories and rewards round-trip through the log format;
-* bad tool arguments and malformed turns give messages, not exceptions.
+* bad tool arguments and malformed turns give messages, not exceptions;
+* adversarial: no lazy policy earns reward (see :func:`adversarial_check`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import statistics
 import tempfile
 import traceback
@@ -17,6 +19,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentharness.agents.base import Agent
+from agentharness.agents.lazy import (
+    MAX_PASSIVE_VARIANTS,
+    Answer,
+    BlindAgent,
+    ConstantAgent,
+    EchoAgent,
+    PassiveAgent,
+    SubmitAgent,
+    echo_answers,
+    final_tool,
+    passive_actions,
+)
 from agentharness.agents.scripted import ExpertAgent, NothingAgent, RandomAgent
 from agentharness.core.instance import Instance
 from agentharness.core.registry import episode_for
@@ -42,6 +56,14 @@ BAD_ARGUMENTS: tuple[dict[str, object] | str, ...] = (
     "[1, 2]",
 )
 
+ADVERSARIAL_SEEDS = 30
+LAZY_MEAN_LIMIT = 0.2
+LAZY_SUCCESS_LIMIT = 0.05
+# The margin may wobble by this much between difficulties (30 seeds are a sample).
+MARGIN_TOLERANCE = 0.05
+# The constant answer is fitted here, on seeds the check never evaluates.
+FIT_SEEDS = range(1_000_000, 1_000_005)
+
 
 @dataclass
 class CheckResult:
@@ -55,6 +77,7 @@ class CheckReport:
     task: str
     results: list[CheckResult] = field(default_factory=list)
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    adversarial: AdversarialReport | None = None
 
     @property
     def passed(self) -> bool:
@@ -72,8 +95,13 @@ def _mean_reward(agent: Agent, instances: list[Instance]) -> float:
     return statistics.fmean(asyncio.run(go()))
 
 
-def check_task(spec: TaskSpec, seeds: int = 3, margin: float = 0.2) -> CheckReport:
-    """Run every conformance check on ``spec``; never raises on a task's failure."""
+def check_task(
+    spec: TaskSpec, seeds: int = 3, margin: float = 0.2, adversarial_seeds: int = ADVERSARIAL_SEEDS
+) -> CheckReport:
+    """Run every conformance check on ``spec``; never raises on a task's failure.
+
+    ``adversarial_seeds=0`` skips the adversarial check (quick iteration only).
+    """
     report = CheckReport(task=spec.id)
 
     def guarded(name: str, fn: Callable[[], str]) -> None:
@@ -165,10 +193,214 @@ def check_task(spec: TaskSpec, seeds: int = 3, margin: float = 0.2) -> CheckRepo
             checked += 1
         return f"{checked} bad inputs answered with messages"
 
+    def adversarial() -> str:
+        adv = adversarial_check(spec, seeds=adversarial_seeds)
+        report.adversarial = adv
+        assert not adv.failures, "\n".join(adv.failures)
+        best = {d: adv.best_lazy(d) for d in adv.difficulties}
+        return "best lazy policy: " + ", ".join(
+            f"{d}={name} {adv.scores[name][d].mean:.2f}" for d, name in best.items()
+        )
+
     guarded("determinism", determinism)
     if instances:
         guarded("expert_solves", expert_solves)
         guarded("baselines_lower", baselines_lower)
         guarded("round_trip", round_trip)
         guarded("bad_input", bad_input)
+        if adversarial_seeds > 0:
+            guarded("adversarial", adversarial)
+    return report
+
+
+# -- the adversarial check ---------------------------------------------------------------
+
+
+_HINTS = {
+    "lazy:constant": (
+        "one fixed answer scores on unseen instances: make instances differ enough that no "
+        "single answer solves them, and pay partial credit only relative to what such an "
+        "answer earns on the same instance"
+    ),
+    "lazy:echo": (
+        "the public data, submitted unchanged, scores: pay only for improvement over the "
+        "given state"
+    ),
+    "lazy:submit": (
+        "an answer read off the tool schema scores: gate the reward on solving, or normalise "
+        "partial credit against what a lazy answer earns"
+    ),
+    "lazy:passive": (
+        "repeating one cheap action scores: pay for progress toward the goal, not for "
+        "legal moves or breaking even"
+    ),
+    "random": "random tool calls score: pay only for progress toward the goal",
+    "nothing": "doing nothing scores: an episode without an answer must earn 0",
+    "blind": (
+        "the task is played well without its image: remove tool feedback that reveals what "
+        "only the image should show"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Score:
+    """A policy's results on one difficulty."""
+
+    mean: float
+    success: float
+    n: int
+
+
+@dataclass
+class AdversarialReport:
+    """Every policy's score per difficulty, and which rule each failure broke."""
+
+    task: str
+    difficulties: list[str]
+    scores: dict[str, dict[str, Score]] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def lazy_policies(self) -> list[str]:
+        return [p for p in self.scores if p != "expert"]
+
+    def best_lazy(self, difficulty: str) -> str:
+        return max(self.lazy_policies, key=lambda p: self.scores[p][difficulty].mean)
+
+    def margin(self, difficulty: str) -> float:
+        return (
+            self.scores["expert"][difficulty].mean
+            - self.scores[self.best_lazy(difficulty)][difficulty].mean
+        )
+
+    def table(self) -> str:
+        """Policy x difficulty: mean reward and success rate."""
+        width = max(len(p) for p in self.scores) if self.scores else 6
+        head = f"{'policy':<{width}}  " + "  ".join(f"{d:>14}" for d in self.difficulties)
+        rows = [head]
+        for policy, by_d in self.scores.items():
+            cells = [
+                f"{by_d[d].mean:6.3f} {by_d[d].success:6.0%}" if d in by_d else f"{'-':>14}"
+                for d in self.difficulties
+            ]
+            rows.append(f"{policy:<{width}}  " + "  ".join(cells))
+        rows.append(
+            f"{'margin':<{width}}  "
+            + "  ".join(f"{self.margin(d):6.3f}{'':8}" for d in self.difficulties)
+        )
+        return "\n".join(rows)
+
+
+def _play(agent: Agent, instances: list[Instance]) -> tuple[Score, list[Answer | None]]:
+    """Mean reward and success rate over ``instances``, and each episode's final answer."""
+
+    async def go() -> tuple[list[float], list[bool], list[Answer | None]]:
+        totals, wins, answers = [], [], []
+        for inst in instances:
+            ep, _ = await run_one(inst, agent.policy(inst))
+            reward = ep.reward()
+            totals.append(reward.total)
+            wins.append(reward.success)
+            answers.append(ep.world.final_answer)
+        return totals, wins, answers
+
+    totals, wins, answers = asyncio.run(go())
+    return Score(statistics.fmean(totals), statistics.fmean(wins), len(totals)), answers
+
+
+def _hint(policy: str) -> str:
+    for prefix in ("lazy:constant", "lazy:echo", "lazy:passive"):
+        if policy.startswith(prefix):
+            return _HINTS[prefix]
+    if policy.startswith("lazy:"):
+        return _HINTS["lazy:submit"]
+    return _HINTS.get(policy, "")
+
+
+def adversarial_check(spec: TaskSpec, seeds: int = ADVERSARIAL_SEEDS) -> AdversarialReport:
+    """Hunt for reward hacks with generic lazy policies; every task must resist them.
+
+    On ``seeds`` seeds per difficulty it plays the expert and: submit-at-once with the
+    final tool's schema defaults, minima and maxima; the public data echoed as the answer;
+    the best constant answer (the best of the expert's answers on other seeds, fitted on
+    :data:`FIT_SEEDS`); passive play (one cheap action every turn); random; nothing; and,
+    for a vision task, its ``blind_policy`` with no hidden data and blank images. Rules:
+    every lazy policy stays at or below :data:`LAZY_MEAN_LIMIT` mean reward and
+    :data:`LAZY_SUCCESS_LIMIT` success; the expert reaches the solved threshold; the
+    expert's margin over the best lazy policy does not shrink from easy to hard.
+    """
+    difficulties = list(spec.difficulties)
+    report = AdversarialReport(task=spec.id, difficulties=difficulties)
+    evaluated = {d: [spec.instance(s, d) for s in range(seeds)] for d in difficulties}
+    fitted = {d: [spec.instance(s, d) for s in FIT_SEEDS] for d in difficulties}
+    probe = evaluated[difficulties[0]][0]
+
+    def score(agent: Agent, name: str | None = None) -> None:
+        for d in difficulties:
+            result, _ = _play(agent, evaluated[d])
+            report.scores.setdefault(name or agent.name, {})[d] = result
+
+    score(ExpertAgent())
+    final = final_tool(probe)
+    if final is None:
+        report.skipped.append("submit, echo and constant answers: the task has no final tool")
+    else:
+        # The expert's answers on the fitting seeds: candidate constants, and the sizes of
+        # lists the schema leaves open.
+        expert_answers = {d: _play(ExpertAgent(), fitted[d])[1] for d in difficulties}
+        templates = {d: next((a for a in expert_answers[d] if a), {}) for d in difficulties}
+        for mode in ("defaults", "minimum", "maximum"):
+            score(SubmitAgent(mode, templates))
+        for i in range(len(echo_answers(final, probe.public))):
+            score(EchoAgent(i))
+        constants: dict[str, Answer] = {}
+        for d in difficulties:
+            candidates = [a for a in expert_answers[d] if a]
+            if not candidates:
+                continue
+            fits = [_play(ConstantAgent({d: c}), fitted[d])[0].mean for c in candidates]
+            constants[d] = candidates[max(range(len(fits)), key=fits.__getitem__)]
+        if constants:
+            agent = ConstantAgent(constants)
+            for d in difficulties:
+                result = (
+                    _play(agent, evaluated[d])[0] if d in constants else Score(0.0, 0.0, 0)
+                )
+                report.scores.setdefault(agent.name, {})[d] = result
+    for i in range(min(MAX_PASSIVE_VARIANTS, len(passive_actions(probe)))):
+        score(PassiveAgent(i))
+    score(RandomAgent())
+    score(NothingAgent())
+    if spec.blind_policy is not None:
+        score(BlindAgent(spec.blind_policy))
+    elif spec.modality == "vision":
+        report.failures.append(
+            f"{spec.id} is a vision task without a blind_policy: give its TaskSpec the "
+            "strongest policy that does not read the image, to show the image is needed"
+        )
+
+    for d in difficulties:
+        expert = report.scores["expert"][d].mean
+        if expert < spec.solved_threshold:
+            report.failures.append(
+                f"expert: mean reward {expert:.3f} < solved threshold {spec.solved_threshold} on "
+                f"{d}; the expert must solve every difficulty"
+            )
+        for policy in report.lazy_policies:
+            s = report.scores[policy][d]
+            if s.mean > LAZY_MEAN_LIMIT or s.success > LAZY_SUCCESS_LIMIT:
+                report.failures.append(
+                    f"{policy}: {s.mean:.3f} mean reward, {s.success:.0%} success on {d} "
+                    f"(at most {LAZY_MEAN_LIMIT} and {LAZY_SUCCESS_LIMIT:.0%}): {_hint(policy)}"
+                )
+    for easier, harder in itertools.pairwise(difficulties):
+        m_easy, m_hard = report.margin(easier), report.margin(harder)
+        if m_hard < m_easy - MARGIN_TOLERANCE:
+            report.failures.append(
+                f"margin: the expert's lead over the best lazy policy shrinks from {easier} "
+                f"({m_easy:.2f}, over {report.best_lazy(easier)}) to {harder} ({m_hard:.2f}, "
+                f"over {report.best_lazy(harder)}): a harder preset must not be easier to exploit"
+            )
     return report

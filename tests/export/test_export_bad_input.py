@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from agentharness.core.registry import get_task
 from agentharness.export.common import ExportError, load_runs
 from agentharness.export.rl import export_groups, export_rl
 from agentharness.export.sft import export_sft
@@ -58,14 +59,16 @@ def test_truncated_last_line_is_skipped_with_a_warning(text_run: Path, tmp_path:
 
 
 def test_mixed_task_versions_are_refused_then_allowed(text_run: Path, tmp_path: Path) -> None:
+    old = get_task("thermal").id
+    new = f"thermal-v{get_task('thermal').version + 1}"
     v2 = tmp_path / "v2"
     shutil.copytree(text_run, v2)
     lines = []
     for line in (v2 / "episodes.jsonl").read_text().splitlines():
         d = json.loads(line)
-        if d["task"] == "thermal-v1":
-            d["task"] = d["instance"]["task"] = "thermal-v2"
-            d["episode_id"] = d["episode_id"].replace("thermal-v1", "thermal-v2")
+        if d["task"] == old:
+            d["task"] = d["instance"]["task"] = new
+            d["episode_id"] = d["episode_id"].replace(old, new)
         lines.append(json.dumps(d))
     (v2 / "episodes.jsonl").write_text("\n".join(lines) + "\n")
     for export in (
@@ -73,10 +76,10 @@ def test_mixed_task_versions_are_refused_then_allowed(text_run: Path, tmp_path: 
         lambda **kw: export_groups([text_run, v2], tmp_path / "g.jsonl", **kw),
     ):
         with pytest.raises(
-            ExportError, match=r"mix versions of a task \(thermal: thermal-v1, thermal-v2\)"
+            ExportError, match=rf"mix versions of a task \(thermal: {old}, {new}\)"
         ):
             export()
         with pytest.warns(UserWarning, match="keeps its versioned task id"):
             export(allow_mixed_versions=True)
     tasks = {json.loads(line)["task"] for line in (tmp_path / "s.jsonl").read_text().splitlines()}
-    assert {"thermal-v1", "thermal-v2"} <= tasks
+    assert {old, new} <= tasks

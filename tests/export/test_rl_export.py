@@ -183,7 +183,7 @@ def test_rl_from_instances_file_and_trl_rows(tmp_path: Path) -> None:
     assert [r["seed"] for r in rows] == [0, 1, 2]
     for row, inst in zip(rows, instances, strict=False):
         assert Instance.model_validate_json(row["instance"]) == inst
-        assert row["task"] == "thermal-v1" and row["instance_id"] == inst.instance_id
+        assert row["task"] == spec.id and row["instance_id"] == inst.instance_id
         assert row["prompt"] == [m.to_openai() for m in spec.generator.prompt(inst)]
     assert "images" not in rows[0]
     datasets.disable_progress_bars()

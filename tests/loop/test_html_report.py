@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentharness.agents import make_agent
-from agentharness.core.registry import resolve_tasks
+from agentharness.core.registry import get_task, resolve_tasks
 from agentharness.loop.html_report import ReportError, collect, write_html_report
 from agentharness.rollout.runner import plan, run
 from agentharness.store.run import RunDir
@@ -87,7 +87,7 @@ def test_run_report_has_plots_and_a_section_per_task(tmp_path: Path) -> None:
     assert page.startswith("<!DOCTYPE html>")
     pngs = images(page)
     assert len(pngs) >= 5 and all(p.startswith(b"\x89PNG\r\n\x1a\n") for p in pngs)
-    for task in ("thermal-v1", "escape_room-v1"):
+    for task in (get_task("thermal").id, get_task("escape_room").id):
         assert f'<section id="task-{task}"><h2>Task {task}</h2>' in page
         assert f"reward distribution of {task}" in page and f"{task}: end reasons" in page
     assert 'id="failures"' in page and "before-after" not in page
@@ -142,10 +142,12 @@ def test_truncated_lines_and_mixed_versions_are_noted(tmp_path: Path) -> None:
     run_dir = new_run(tmp_path / "run", "expert", "thermal", n=2)
     lines = (run_dir / "episodes.jsonl").read_text().splitlines()
     d = json.loads(lines[0])
-    d["task"] = d["instance"]["task"] = "thermal-v2"
+    old = get_task("thermal").id
+    new = f"thermal-v{get_task('thermal').version + 1}"
+    d["task"] = d["instance"]["task"] = new
     text = "\n".join([*lines, json.dumps(d)]) + "\n" + '{"episode_id": "cut'
     (run_dir / "episodes.jsonl").write_text(text)
     page = write_html_report(run_dir, tmp_path / "r.html").read_text()
     assert "truncated line" in page
-    assert "task thermal appears under several versions (thermal-v1, thermal-v2)" in page
-    assert 'id="task-thermal-v1"' in page and 'id="task-thermal-v2"' in page
+    assert f"task thermal appears under several versions ({old}, {new})" in page
+    assert f'id="task-{old}"' in page and f'id="task-{new}"' in page

@@ -68,8 +68,9 @@ def test_health_reports_load_and_capacity(http: httpx.Client) -> None:
 
 def test_tasks_lists_ids_modality_difficulties_and_knobs(http: httpx.Client) -> None:
     tasks = {t["id"]: t for t in http.get("/tasks").json()["tasks"]}
-    assert {"escape_room-v1", "tsp_vision-v2", "guess-v1"} <= set(tasks)
-    assert tasks["tsp_vision-v2"]["modality"] == "vision"
+    tsp = get_task("tsp_vision").id
+    assert {get_task("escape_room").id, tsp, "guess-v1"} <= set(tasks)
+    assert tasks[tsp]["modality"] == "vision"
     assert tasks["guess-v1"]["difficulties"] == ["easy", "medium", "hard"]
     assert tasks["guess-v1"]["knobs"] == ["high"]
 
@@ -77,11 +78,11 @@ def test_tasks_lists_ids_modality_difficulties_and_knobs(http: httpx.Client) -> 
 # -- opening episodes -------------------------------------------------------------------
 def test_same_task_and_seed_give_the_same_episode_as_in_process(http: httpx.Client) -> None:
     a = open_episode(http, task="escape_room", seed=5, difficulty="easy")
-    b = open_episode(http, task="escape_room-v1", seed=5, difficulty="easy")
+    b = open_episode(http, task=get_task("escape_room").id, seed=5, difficulty="easy")
     local = make("escape_room", difficulty="easy").reset(seed=5)
     assert a["episode_id"] != b["episode_id"]
     for created in (a, b):
-        assert created["task"] == "escape_room-v1" and created["seed"] == 5
+        assert created["task"] == get_task("escape_room").id and created["seed"] == 5
         assert created["instance_id"] == local.instance.instance_id
         assert created["messages"] == [m.model_dump(mode="json") for m in local.messages]
         assert created["tools"] == local.tools

@@ -174,7 +174,7 @@ def test_grpo_reads_rl_rows_and_instance_files(tmp_path: Path) -> None:
     plain.write_text("".join(i.model_dump_json() + "\n" for i in instances))
     assert read_problems(rl) == read_problems(plain) == instances
     rows = _training_rows(["thermal"], None, plain, GRPOOptions())
-    assert [r["task"] for r in rows] == ["thermal-v1", "thermal-v1"]
+    assert [r["task"] for r in rows] == [get_task("thermal").id] * 2
     with pytest.raises(ValueError, match="holds no instance of escape_room"):
         _training_rows(["escape_room"], None, plain, GRPOOptions())
 

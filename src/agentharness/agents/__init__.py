@@ -7,7 +7,15 @@ from typing import Any
 from agentharness.agents.base import Agent, AgentError, AgentTurn, Policy
 from agentharness.agents.scripted import ExpertAgent, NoisyAgent, NothingAgent, RandomAgent
 
-AGENT_KINDS = ("openai", "local", "expert", "noisy:<rate>", "random", "nothing")
+AGENT_KINDS = (
+    "openai",
+    "local",
+    "expert",
+    "noisy:<rate>",
+    "random",
+    "nothing",
+    "lazy:defaults|minimum|maximum|echo|passive",
+)
 
 
 def make_agent(
@@ -27,6 +35,8 @@ def make_agent(
         return RandomAgent(seed=seed)
     if kind == "nothing":
         return NothingAgent()
+    if kind.startswith("lazy:"):
+        return _lazy_agent(kind)
     if kind.startswith("noisy"):
         _, _, rate = kind.partition(":")
         try:
@@ -58,6 +68,21 @@ def make_agent(
             max_new_tokens=int(extra.get("max_tokens", 256)),
         )
     raise ValueError(f"unknown agent {kind!r}; choose one of {', '.join(AGENT_KINDS)}")
+
+
+def _lazy_agent(kind: str) -> Agent:
+    from agentharness.agents.lazy import EchoAgent, PassiveAgent, SubmitAgent
+
+    what = kind.partition(":")[2]
+    if what in ("defaults", "minimum", "maximum"):
+        return SubmitAgent(what)  # type: ignore[arg-type]
+    for prefix, make in (("echo", EchoAgent), ("passive", PassiveAgent)):
+        if what.startswith(prefix) and (what[len(prefix) :] or "0").isdigit():
+            return make(int(what[len(prefix) :] or 0))
+    raise ValueError(
+        f"unknown lazy agent {kind!r}; choose lazy:defaults, lazy:minimum, lazy:maximum, "
+        "lazy:echo[N] or lazy:passive[N]"
+    )
 
 
 __all__ = [

@@ -148,7 +148,7 @@ def generate(
 @app.command("eval")
 def eval_(
     agent: Annotated[
-        str, typer.Option(help="openai | local | expert | noisy:<rate> | random")
+        str, typer.Option(help="openai | local | expert | noisy:<rate> | random | nothing | lazy:<kind>")
     ] = "expert",
     model: Annotated[
         str | None, typer.Option(help="model name (openai) or path/'smollm2' (local)")
@@ -340,7 +340,10 @@ def report(
 @app.command()
 def check(
     task: str,
-    seeds: Annotated[int, typer.Option(help="seeds per difficulty")] = 3,
+    seeds: Annotated[int, typer.Option(help="seeds per difficulty for the basic checks")] = 3,
+    adversarial_seeds: Annotated[
+        int, typer.Option(help="seeds per difficulty for the lazy-policy hunt (0 skips it)")
+    ] = 30,
 ) -> None:
     """Run the conformance check on a task, or 'all'."""
     from agentharness.conformance import check_task
@@ -351,12 +354,22 @@ def check(
         raise fail(str(e)) from e
     failed = 0
     for spec in specs:
-        rep = check_task(spec, seeds=seeds)
+        rep = check_task(spec, seeds=seeds, adversarial_seeds=adversarial_seeds)
         status = "[green]PASS[/]" if rep.passed else "[red]FAIL[/]"
         console.print(f"{status} {spec.id}")
         for r in rep.results:
             mark = "ok " if r.passed else "FAIL"
             console.print(f"   {mark} {r.name}: {r.detail}", markup=False, highlight=False)
+        if rep.adversarial is not None:
+            console.print(
+                "   mean reward and success rate per policy and difficulty:",
+                markup=False,
+                highlight=False,
+            )
+            for line in rep.adversarial.table().splitlines():
+                console.print(f"     {line}", markup=False, highlight=False)
+            for skipped in rep.adversarial.skipped:
+                console.print(f"   skipped: {skipped}", markup=False, highlight=False)
         failed += not rep.passed
     if failed:
         raise typer.Exit(1)
