@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
+import statistics
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,15 +17,25 @@ from agentharness.agents.scripted import random_tool_turn
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.reward import Reward
 from agentharness.core.task import TaskConfigError
 from agentharness.tasks.thermal import TASK
+from agentharness.tasks.thermal.generator import lucky_hit_rate
+from agentharness.tasks.thermal.reward import (
+    PARTIAL_CAP,
+    W_TARGETS,
+    partial_credit,
+    progress,
+)
 from agentharness.tasks.thermal.simulator import (
     PlateModel,
     PlateSpec,
     SimulationError,
     get_model,
     response_matrices,
+    rms_excess,
     spec_from_public,
+    uniform_baseline,
 )
 from agentharness.tasks.thermal.tools import ThermalWorld
 
@@ -318,15 +331,64 @@ def test_reward_partial_credit_and_gate() -> None:
     nudged[0] += 1.0
     part = submit(inst, nudged).reward()
     assert not part.success
-    assert 0.0 < part.total < full.total
-    assert part.component("closeness") is not None
+    assert 0.0 < part.total <= W_TARGETS * PARTIAL_CAP < TASK.solved_threshold
+    # Efficiency is paid only to an answer that hits every target.
+    assert part.component("efficiency") == 0.0
+    assert part.component("hits") is not None and 0 < part.component("hits") < 1  # type: ignore[operator]
 
     cold = submit(inst, [0.0] * len(sol)).reward()
-    assert cold.component("targets") == 0.0 and cold.total < part.total
+    assert cold.component("hits") == 0.0 and cold.component("safety") == 1.0
+    assert cold.total == 0.0
 
     slow = submit(inst, sol, sims=20).reward()
     eff = slow.component("efficiency")
     assert eff is not None and eff < 1.0 and slow.success and slow.total < full.total
+    assert slow.total >= W_TARGETS
+
+
+def test_partial_credit_grows_with_progress_from_the_uniform_baseline() -> None:
+    inst = TASK.instance(2, "hard")
+    pub = inst.public
+    model = get_model(spec_from_public(pub))
+    g, _ = response_matrices(model)
+    rise = np.array([m["target_c"] for m in pub["monitors"]]) - pub["plate"]["ambient_c"]
+    c, excess = uniform_baseline(g, rise, pub["tolerance_k"], pub["max_power_w"])
+    assert excess >= pub["tolerance_k"] * TASK.make_config("hard").lazy_gap  # type: ignore[attr-defined]
+    uniform = np.full(len(pub["heaters"]), c)
+    sol = np.asarray(inst.hidden["solution"])
+    totals = []
+    for t in (0.0, 0.5, 0.8, 0.95):
+        powers = ((1 - t) * uniform + t * sol).tolist()
+        rew = submit(inst, powers).reward()
+        if rew.component("safety") == 1.0:
+            totals.append(rew.total)
+    assert totals[0] == pytest.approx(0.0, abs=1e-9)  # the best uniform setting earns nothing
+    assert totals == sorted(totals) and totals[-1] > 0.2
+
+
+def test_progress_and_partial_credit_rules() -> None:
+    assert progress(0.0, 5.0) == 1.0 and progress(0.0, 0.0) == 1.0
+    assert progress(5.0, 5.0) == 0.0 and progress(7.0, 5.0) == 0.0
+    assert progress(1.0, 0.0) == 0.0
+    assert progress(1.0, 4.0) == pytest.approx(0.75)
+    assert partial_credit(1.0, 4.0) == pytest.approx(PARTIAL_CAP * 0.75**2)
+    assert partial_credit(2.0, 4.0) < 0.25 * PARTIAL_CAP + 1e-12
+
+
+def test_uniform_baseline_matches_brute_force() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        g = rng.uniform(0.05, 1.5, (3, 4))
+        rise = rng.uniform(3.0, 30.0, 3)
+        c, best = uniform_baseline(g, rise, 0.4, 30.0)
+        grid = np.linspace(0.0, 30.0, 3001)
+        miss = np.maximum(np.abs(np.outer(grid, g.sum(axis=1)) - rise) - 0.4, 0.0)
+        brute = float(np.sqrt(np.mean(miss**2, axis=1)).min())
+        assert 0.0 <= c <= 30.0
+        assert best <= brute + 1e-9
+        assert best == pytest.approx(rms_excess(g.sum(axis=1) * c - rise, 0.4))
+    assert rms_excess([0.2, -0.3], 0.5) == 0.0
+    assert rms_excess([1.5, -0.5], 0.5) == pytest.approx(math.sqrt(0.5))
 
 
 def test_unsafe_answer_is_gated() -> None:
@@ -356,8 +418,8 @@ def test_unsafe_answer_is_gated() -> None:
         key=lambda res: -res.fun,
     )
     rew = submit(inst, [float(p) for p in hottest_row.x]).reward()
-    assert rew.component("targets") == 1.0 and rew.component("safety") == 0.0
-    assert not rew.success and rew.total <= 0.1
+    assert rew.component("hits") == 1.0 and rew.component("safety") == 0.0
+    assert not rew.success and rew.total == 0.0  # every target hit, but unsafe: nothing
 
 
 def test_no_answer_scores_zero() -> None:
@@ -365,6 +427,109 @@ def test_no_answer_scores_zero() -> None:
     ep = episode(inst)
     ep.step(call("simulate", {"powers": inst.hidden["solution"]}))
     assert TASK.reward(inst, ep.world, ep.trajectory()).total == 0.0
+
+
+# -- reward integrity: lazy policies earn nothing (issue 10) ------------------------------
+# Over 30 seeds per difficulty, each must stay at or below 0.2 mean reward and 5% success;
+# thermal-v1 paid 0.15-0.22 for all heaters off and 0.50 for half power on easy.
+
+LAZY_SEEDS = 30
+
+
+@functools.cache
+def lazy_instances(difficulty: str) -> tuple[Instance, ...]:
+    return tuple(TASK.instance(s, difficulty) for s in range(LAZY_SEEDS))
+
+
+def one_shot(inst: Instance, powers: list[float]) -> Reward:
+    """Submit at once, without a simulation (a tool error leaves the episode unanswered)."""
+    ep = episode(inst)
+    ep.step(call("submit_powers", {"powers": powers}))
+    ep.finish(ep.end_reason or "no_answer")
+    return ep.reward()
+
+
+def assert_lazy(rewards: list[Reward], what: str) -> None:
+    mean = statistics.fmean(r.total for r in rewards)
+    success = statistics.fmean(r.success for r in rewards)
+    assert mean <= 0.2 and success <= 0.05, f"{what}: mean {mean:.3f}, success {success:.2f}"
+
+
+LAZY_POWERS: dict[str, Callable[[Instance], list[float]]] = {
+    "all off (schema minimum)": lambda i: [0.0] * len(i.public["heaters"]),
+    "all at max power": lambda i: [i.public["max_power_w"]] * len(i.public["heaters"]),
+    "all at half power": lambda i: [i.public["max_power_w"] / 2] * len(i.public["heaters"]),
+    "schema maximum": lambda i: [1000.0] * len(i.public["heaters"]),
+    "targets echoed as powers": lambda i: (
+        [min(float(m["target_c"]), i.public["max_power_w"]) for m in i.public["monitors"]][
+            : len(i.public["heaters"])
+        ]
+        + [0.0] * max(0, len(i.public["heaters"]) - len(i.public["monitors"]))
+    ),
+}
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_lazy_answers_earn_nothing(difficulty: str) -> None:
+    insts = lazy_instances(difficulty)
+    for name, powers in LAZY_POWERS.items():
+        assert_lazy([one_shot(i, powers(i)) for i in insts], f"{difficulty}, {name}")
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_every_uniform_setting_earns_nothing(difficulty: str) -> None:
+    # Safe or not, a uniform setting never hits every target and never gains on the best
+    # uniform setting, so it earns exactly nothing (v1: 0.44-0.62 on easy).
+    insts = lazy_instances(difficulty)
+    for frac in np.linspace(0.0, 1.0, 11):
+        rewards = [
+            one_shot(i, [frac * i.public["max_power_w"]] * len(i.public["heaters"])) for i in insts
+        ]
+        assert max(r.total for r in rewards) <= 1e-9, f"{difficulty}, uniform at {frac:.1f} x max"
+        assert not any(r.success for r in rewards)
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_best_constant_answer_earns_little(difficulty: str) -> None:
+    # The expert's final answers on other seeds, each submitted blindly on every seed.
+    constants = []
+    for seed in range(1000, 1008):
+        ep = run_expert(TASK.instance(seed, difficulty))
+        assert ep.world.final_answer is not None
+        constants.append(list(ep.world.final_answer["powers"]))
+    insts = lazy_instances(difficulty)
+    for k, powers in enumerate(constants):
+        assert_lazy([one_shot(i, powers) for i in insts], f"{difficulty}, constant #{k} {powers}")
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_random_passive_and_silent_play_earn_nothing(difficulty: str) -> None:
+    insts = lazy_instances(difficulty)
+    rnd, passive = [], []
+    for inst in insts:
+        ep = run_expert(inst, noise=1.0, seed=inst.seed)  # every turn a random tool call
+        rnd.append(ep.reward())
+        ep = episode(inst)
+        n = len(inst.public["heaters"])
+        while not ep.done:  # the same cheapest non-final call every turn
+            ep.step(call("simulate", {"powers": [0.0] * n}, f"p{ep.turns}"))
+        passive.append(ep.reward())
+    assert_lazy(rnd, f"{difficulty}, random")
+    assert all(r.total == 0.0 for r in passive)
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_generator_keeps_uniform_settings_and_blind_guesses_away(difficulty: str) -> None:
+    config = TASK.make_config(difficulty)
+    for inst in lazy_instances(difficulty)[:10]:
+        pub = inst.public
+        g, _ = response_matrices(get_model(spec_from_public(pub)))
+        rise = [m["target_c"] - pub["plate"]["ambient_c"] for m in pub["monitors"]]
+        _, excess = uniform_baseline(g, rise, pub["tolerance_k"], pub["max_power_w"])
+        assert excess >= config.lazy_gap * pub["tolerance_k"]  # type: ignore[attr-defined]
+        assert excess == pytest.approx(inst.hidden["uniform_baseline_excess_k"], abs=1e-3)
+        lucky = lucky_hit_rate(g, rise, pub["tolerance_k"], pub["max_power_w"])
+        assert lucky <= config.max_lucky_hit  # type: ignore[attr-defined]
 
 
 # -- expert ------------------------------------------------------------------------------

@@ -45,6 +45,21 @@ class ThermalConfig(BaseModel):
         description="the safety limit sits at least this far above the hottest point of the "
         "hidden solution",
     )
+    lazy_gap: float = Field(
+        4.0,
+        ge=0.0,
+        le=100.0,
+        description="the best uniform setting (every heater at one power) misses the targets "
+        "by at least this many tolerances (RMS of the excess over the tolerance band), so the "
+        "targets need heater-specific powers",
+    )
+    max_lucky_hit: float = Field(
+        0.0005,
+        ge=0.0,
+        le=1.0,
+        description="largest share of power vectors drawn uniformly from [0, max power] that may "
+        "hit every target (plates where a blind guess is likely to succeed are redrawn)",
+    )
     max_simulations: int = Field(
         30, ge=2, le=200, description="simulate calls allowed per episode (the tool refuses beyond)"
     )
@@ -62,13 +77,17 @@ class ThermalConfig(BaseModel):
 
 
 DIFFICULTIES: dict[str, dict[str, Any]] = {
-    # Two heaters, two monitors, isotropic, loose tolerance and a generous safety limit.
+    # Two heaters, two monitors, isotropic, a generous safety limit. Stronger heaters than
+    # the other presets, so the targets span a range wide enough that no blind guess (and no
+    # uniform setting) lands within the tolerance.
     "easy": {
         "grid_n": 31,
         "anisotropy": 1.0,
         "n_heaters": 2,
         "n_monitors": 2,
-        "tolerance_k": 1.0,
+        "max_power_w": 60.0,
+        "tolerance_k": 0.5,
+        "lazy_gap": 3.0,
         "safety_margin_k": 8.0,
         "max_simulations": 30,
     },

@@ -1,4 +1,15 @@
-"""Layer 1: plates, heaters and monitors built around a hidden feasible power vector."""
+"""Layer 1: plates, heaters and monitors built around a hidden feasible power vector.
+
+Each plate is drawn at random (conductivity, heater and monitor positions), then a hidden
+power vector, and the targets are the monitor temperatures that vector produces. A draw is
+kept only when it is well posed and cannot be solved without reading the plate:
+
+* every monitor responds to some heater and the response matrix is not near-singular;
+* no *uniform* setting (every heater at one power) comes within ``lazy_gap`` tolerances
+  (RMS excess) of the targets, so the targets need heater-specific powers;
+* at most ``max_lucky_hit`` of blindly drawn power vectors hit every target;
+* the hidden vector, re-simulated on the rounded public data, hits every target safely.
+"""
 
 from __future__ import annotations
 
@@ -16,9 +27,15 @@ from agentharness.tasks.thermal.simulator import (
     get_model,
     response_matrices,
     spec_from_public,
+    uniform_baseline,
 )
 
 MAX_ATTEMPTS = 300
+# Hidden power vectors tried per plate before the plate itself is redrawn.
+SOLUTION_DRAWS = 40
+# The Monte Carlo sample that estimates how often a blind guess would hit every target.
+LUCKY_SAMPLES = 8000
+LUCKY_SEED = 20260
 
 SYSTEM_PROMPT = """\
 You are a thermal control engineer. You set the electrical power of heaters on a thin \
@@ -35,9 +52,11 @@ safety limit holds. Simulations are limited; use them wisely.
 Rules:
 - `powers` is a list of watts, one per heater, in heater order (H1, H2, ...). Every power \
 must be between 0 and the maximum power.
-- A target is hit when |T - target| <= tolerance. The answer is graded by the targets it \
-hits (and how close it gets to the others); exceeding the safety limit anywhere on the plate \
-forfeits almost all credit. Fewer simulations score slightly better.
+- A target is hit when |T - target| <= tolerance. Full credit needs every target hit with \
+the whole plate below the safety limit; fewer simulations then score slightly better. An \
+answer that exceeds the safety limit anywhere scores 0. An answer that misses some target \
+earns only a little partial credit, and only when it comes much closer to the targets than \
+any uniform setting (every heater at the same power) could.
 """
 
 
@@ -51,8 +70,9 @@ class ThermalGenerator:
             if problem is not None:
                 return problem
         raise ValueError(
-            f"could not draw a well-posed plate in {MAX_ATTEMPTS} attempts; "
-            "use fewer heaters/monitors, a smaller heater_radius_mm or a larger plate"
+            f"could not draw a well-posed plate in {MAX_ATTEMPTS} attempts; use fewer "
+            "heaters/monitors, a smaller heater_radius_mm or a larger plate, a larger "
+            "max_power_w, or relax lazy_gap / max_lucky_hit"
         )
 
     def prompt(self, instance: Instance) -> list[Message]:
@@ -163,10 +183,30 @@ def _attempt(config: ThermalConfig, rng: np.random.Generator) -> Problem | None:
         return None
 
     p_max = config.max_power_w
-    solution = np.round(rng.uniform(0.15, 0.85, config.n_heaters) * p_max, 2)
+    # Draw the hidden powers until no uniform setting comes close to the targets they
+    # produce: the targets then require telling the heaters apart (non-uniform powers).
+    # A cheap screen on a grid of uniform settings (it can only overestimate the uniform
+    # optimum); the exact check on the rounded targets follows.
+    uniform_rise = np.outer(np.linspace(0.0, p_max, 101), g.sum(axis=1))
+    for _ in range(SOLUTION_DRAWS):
+        solution = np.round(rng.uniform(0.1, 0.9, config.n_heaters) * p_max, 2)
+        rise = g @ solution
+        if rise.min() < 3.0:
+            continue
+        miss = np.maximum(np.abs(uniform_rise - rise) - config.tolerance_k, 0.0)
+        if np.sqrt(np.mean(miss * miss, axis=1)).min() >= config.lazy_gap * config.tolerance_k:
+            break
+    else:
+        return None
     result = model.solve(solution.tolist())
     targets = [round(t, 1) for t in result.monitor_c]
     if min(targets) - config.ambient_c < 3.0:
+        return None
+    rises = [t - config.ambient_c for t in targets]
+    _, lazy = uniform_baseline(g, rises, config.tolerance_k, p_max)
+    if lazy < config.lazy_gap * config.tolerance_k:
+        return None
+    if lucky_hit_rate(g, rises, config.tolerance_k, p_max) > config.max_lucky_hit:
         return None
     limit = math.ceil(result.hottest_c + config.safety_margin_k)
     for mon, t in zip(public["monitors"], targets, strict=True):
@@ -180,8 +220,20 @@ def _attempt(config: ThermalConfig, rng: np.random.Generator) -> Problem | None:
         "solution_monitor_c": [round(t, 4) for t in result.monitor_c],
         "solution_hottest_c": round(result.hottest_c, 4),
         "safety_binding": _safety_binds(g, h, targets, config, limit),
+        "uniform_baseline_excess_k": round(lazy, 4),
     }
     return Problem(public=public, hidden=hidden)
+
+
+def lucky_hit_rate(g: np.ndarray, rises: list[float], tolerance_k: float, p_max: float) -> float:
+    """Share of power vectors drawn uniformly from the allowed box that hit every target.
+
+    A fixed sample (its own seed, so the instance's random stream is untouched) of
+    ``LUCKY_SAMPLES`` vectors; superposition makes each one a matrix product.
+    """
+    sample = np.random.default_rng(LUCKY_SEED).uniform(0.0, p_max, (LUCKY_SAMPLES, g.shape[1]))
+    miss = np.abs(sample @ g.T - np.asarray(rises)[None, :])
+    return float(np.mean(np.all(miss <= tolerance_k, axis=1)))
 
 
 def _place(

@@ -181,6 +181,44 @@ def response_matrices(model: PlateModel) -> tuple[np.ndarray, np.ndarray]:
     return g, h
 
 
+def rms_excess(errors_k: Sequence[float] | np.ndarray, tolerance_k: float) -> float:
+    """Root mean square of how far each monitor misses its tolerance band (0 when all hit)."""
+    e = np.maximum(np.abs(np.asarray(errors_k, dtype=float)) - tolerance_k, 0.0)
+    return float(np.sqrt(np.mean(e * e))) if e.size else 0.0
+
+
+def uniform_baseline(
+    g: np.ndarray, rise_k: Sequence[float] | np.ndarray, tolerance_k: float, p_max: float
+) -> tuple[float, float]:
+    """The best *uniform* setting (every heater at the same power ``c``) for given target rises.
+
+    Returns ``(c, rms_excess)``: the power in ``[0, p_max]`` whose monitor errors have the
+    smallest :func:`rms_excess`, and that excess. This is what an answer that ignores the
+    plate's geometry can reach at best, so rewards are measured against it. The excess is
+    convex in ``c`` (a root mean square of convex functions), so a grid search refined by a
+    bounded scalar minimisation finds the optimum; the result is deterministic.
+    """
+    from scipy.optimize import minimize_scalar
+
+    a = np.asarray(g, dtype=float).sum(axis=1)  # rise per watt when every heater gets c
+    rise = np.asarray(rise_k, dtype=float)
+
+    def excess(c: float) -> float:
+        return rms_excess(a * c - rise, tolerance_k)
+
+    grid = np.linspace(0.0, p_max, 201)
+    miss = np.maximum(np.abs(np.outer(grid, a) - rise[None, :]) - tolerance_k, 0.0)
+    values = np.sqrt(np.mean(miss * miss, axis=1))
+    k = int(np.argmin(values))
+    lo, hi = grid[max(0, k - 1)], grid[min(len(grid) - 1, k + 1)]
+    best_c, best = float(grid[k]), float(values[k])
+    if hi > lo:
+        res = minimize_scalar(excess, bounds=(float(lo), float(hi)), method="bounded")
+        if res.success and float(res.fun) < best:
+            best_c, best = float(res.x), float(res.fun)
+    return best_c, best
+
+
 def spec_from_public(public: dict[str, object]) -> PlateSpec:
     """Rebuild the plate from an instance's public data."""
     plate = public["plate"]
