@@ -15,6 +15,8 @@ from agentharness.core.registry import get_task
 from agentharness.core.task import TaskConfigError
 from agentharness.tasks.molecule import TASK
 from agentharness.tasks.molecule import tools as molecule_tools
+from agentharness.tasks.molecule.generator import START_MIN_GAP
+from agentharness.tasks.molecule.reward import EFFICIENCY_WEIGHT, PARTIAL_WEIGHT
 from agentharness.tasks.molecule.simulator import (
     CUTOFF,
     GLOBAL_MINIMA,
@@ -25,7 +27,6 @@ from agentharness.tasks.molecule.simulator import (
     ase_energy,
     ase_energy_forces,
     global_minimum_structure,
-    lbfgs,
     lj_energy_gradient,
     random_cluster,
     relax,
@@ -96,6 +97,18 @@ def test_relax_returns_to_the_basin_floor() -> None:
     assert res.converged
     assert abs(res.energy - GLOBAL_MINIMA[7]) < 1e-6
     assert np.allclose(res.positions.mean(axis=0), 0.0, atol=1e-5)
+    # sigma only scales lengths: the same basin, the same energy, ASE agrees
+    scaled = relax(np.array(perturbed((sol * 1.37).tolist(), 0.05)), 1.37)
+    assert scaled.converged and abs(scaled.energy - GLOBAL_MINIMA[7]) < 1e-6
+    assert abs(ase_energy(scaled.positions, 1.37) - scaled.energy) < 1e-12
+    assert scaled.max_force < 1e-3
+
+
+def test_ase_honours_sigma() -> None:
+    dimer = np.array([[0.0, 0.0, 0.0], [PAIR_EQUILIBRIUM * 1.3, 0.0, 0.0]])
+    assert abs(ase_energy(dimer, 1.3) + 1.0) < 1e-9
+    assert ase_energy(dimer) > -0.9  # stretched in reduced units
+    assert _atoms(dimer, 1.3).calc.parameters.sigma == 1.3
 
 
 @pytest.mark.parametrize(
@@ -105,7 +118,7 @@ def test_relax_returns_to_the_basin_floor() -> None:
         ([[0, 0], [1.1, 0], [0, 1.1]], "triples"),
         ([[0, 0, 0], [1.1, 0, float("nan")], [0, 1.1, 0]], "NaN"),
         ([[0, 0, 0], [1.1, 0, float("inf")], [0, 1.1, 0]], "NaN or infinity"),
-        ([[0, 0, 0], [0.1, 0, 0], [0, 1.1, 0]], "only 0.100 sigma apart"),
+        ([[0, 0, 0], [0.1, 0, 0], [0, 1.1, 0]], "only 0.100 apart"),
         ([[0, 0, 0], [1.1, 0, 0], [0, 99.0, 0]], "within"),
         ([["a", 0, 0], [1.1, 0, 0], [0, 1.1, 0]], "number triples"),
     ],
@@ -131,16 +144,26 @@ def test_instances_are_solvable_by_construction(difficulty: str) -> None:
     cfg = TASK.make_config(difficulty)
     for seed in range(3):
         inst = TASK.instance(seed, difficulty)
-        n = inst.public["n_atoms"]
+        n, sigma = inst.public["n_atoms"], inst.public["sigma"]
         assert cfg.n_atoms_min <= n <= cfg.n_atoms_max  # type: ignore[attr-defined]
+        assert cfg.sigma_min <= sigma <= cfg.sigma_max  # type: ignore[attr-defined]
         target = GLOBAL_MINIMA[n]
         assert inst.hidden["global_minimum"] == target == inst.public["target_energy"]
-        sol = as_positions(inst.hidden["solution"], n)
-        assert abs(ase_energy(sol) - target) < 1e-5
-        start = as_positions(inst.public["start"], n)  # a valid tool input
-        # the start does not already sit in the global basin
-        assert lbfgs(start.ravel())[1] > target + 0.01
-        assert f"{target:.6f}" in TASK.generator.prompt(inst)[1].text
+        sol = as_positions(inst.hidden["solution"], n, sigma)
+        assert abs(ase_energy(sol, sigma) - target) < 1e-5
+        start = as_positions(inst.public["start"], n, sigma)  # a valid tool input
+        # one minimization of the start, with the tool's own optimizer, is far off
+        start_min = relax(start, sigma).energy
+        assert start_min == inst.hidden["start_local_minimum"]
+        assert start_min > target + START_MIN_GAP * abs(target)
+        text = TASK.generator.prompt(inst)[1].text
+        assert f"{target:.6f}" in text and f"sigma = {sigma:g}" in text
+
+
+def test_sizes_and_sigmas_vary() -> None:
+    insts = [TASK.instance(seed, "easy") for seed in range(12)]
+    assert len({i.public["sigma"] for i in insts}) == 12
+    assert {i.public["n_atoms"] for i in insts} == {7, 8, 9}
 
 
 def test_reveal_target_false_hides_the_value() -> None:
@@ -160,7 +183,13 @@ def test_config_validation() -> None:
         TASK.instance(0, "easy", n_atoms_max=38)
     with pytest.raises(TaskConfigError):
         TASK.instance(0, "easy", no_such_knob=1)
-    assert get_task("molecule").id == "molecule-v1"
+    with pytest.raises(TaskConfigError):  # below six atoms every start is the answer
+        TASK.instance(0, "easy", n_atoms_min=5)
+    with pytest.raises(TaskConfigError):
+        TASK.instance(0, "easy", sigma_min=1.5, sigma_max=1.2)
+    assert get_task("molecule").id == "molecule-v2"
+    fixed = TASK.instance(0, "easy", sigma_min=1.0, sigma_max=1.0)
+    assert fixed.public["sigma"] == 1.0
 
 
 # -- tools -------------------------------------------------------------------------
@@ -186,6 +215,7 @@ def test_local_minimize_feedback_then_submit_solves() -> None:
     r = ep.reward()
     assert r.success and r.total >= TASK.solved_threshold
     assert r.component("efficiency") == pytest.approx(1 - 1 / budget)
+    assert r.total == pytest.approx(1 - EFFICIENCY_WEIGHT / budget)
 
 
 def test_energy_tool_reports_sparse_feedback() -> None:
@@ -196,7 +226,7 @@ def test_energy_tool_reports_sparse_feedback() -> None:
     assert at_min["energy"] == pytest.approx(inst.hidden["global_minimum"], abs=1e-5)
     start = json.loads(step(ep, "energy", {"coordinates": inst.public["start"]}, "c2").text)
     assert start["global_minimum_reached"] is False and start["at_local_minimum"] is False
-    assert start["closest_pair_distance"] >= 0.9
+    assert start["closest_pair_distance"] >= 0.95 * inst.public["sigma"] - 2e-3
     assert start["calls_left"] == inst.public["call_budget"] - 2
 
 
@@ -242,7 +272,7 @@ def test_loose_atoms_are_refused_by_local_minimize() -> None:
 
 
 def test_simulator_failure_becomes_a_tool_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def fail(pos: Any) -> Any:
+    def fail(pos: Any, sigma: float) -> Any:
         raise StructureError("the cluster fell apart during the minimization")
 
     monkeypatch.setattr(molecule_tools, "relax", fail)
@@ -268,6 +298,7 @@ def test_call_budget_is_enforced_and_submit_still_works() -> None:
     step(ep, "submit_structure", {"coordinates": inst.hidden["solution"]}, "e4")
     assert ep.end_reason == "answered" and ep.reward().success
     assert ep.reward().component("efficiency") == pytest.approx(0.5)
+    assert ep.reward().total == pytest.approx(1 - EFFICIENCY_WEIGHT * 0.5)
 
 
 def test_nudge_reports_progress() -> None:
@@ -289,30 +320,38 @@ def _submit(inst: Instance, coords: list[list[float]], energy_calls: int = 0) ->
     return ep
 
 
-def test_reward_partial_credit_by_energy_gap() -> None:
+def test_reward_partial_credit_is_progress_below_the_start_minimum() -> None:
     inst = TASK.instance(0, "easy", **SMALL)
-    n = inst.public["n_atoms"]
-    start = np.array(inst.public["start"])
-    local_min = np.round(lbfgs(start.ravel())[0].reshape(n, 3), 6).tolist()
+    n, sigma = inst.public["n_atoms"], inst.public["sigma"]
+    target, baseline = inst.hidden["global_minimum"], inst.hidden["start_local_minimum"]
+    local_min = relax(np.array(inst.public["start"]), sigma).positions.tolist()
 
     at_local = _submit(inst, local_min).reward()
     at_start = _submit(inst, inst.public["start"]).reward()
-    unrelaxed = _submit(inst, perturbed(inst.hidden["solution"], 0.01)).reward()
+    near = perturbed(inst.hidden["solution"], 0.01)
+    unrelaxed = _submit(inst, near).reward()
     solved = _submit(inst, inst.hidden["solution"]).reward()
 
-    assert not at_local.success and 0.0 < at_local.total < 0.3
-    assert 0.0 < (at_local.component("proximity") or 0.0) < 1.0
-    assert at_start.total < at_local.total
+    # the start and its own local minimum are where the search begins: no credit
+    assert at_local.total == 0.0 and at_start.total == 0.0 and not at_local.success
     # scored as submitted: near the global minimum but not minimized is not a solve
-    assert not unrelaxed.success and unrelaxed.total > at_local.total
+    e = ase_energy(as_positions(near, n, sigma), sigma)
+    assert target + 1e-3 < e < baseline
+    assert not unrelaxed.success
+    assert unrelaxed.total == pytest.approx(PARTIAL_WEIGHT * (baseline - e) / (baseline - target))
+    assert 0.0 < unrelaxed.total < PARTIAL_WEIGHT
     assert solved.success and solved.total == pytest.approx(1.0)
 
 
-def test_reward_efficiency_and_missing_answer() -> None:
+def test_reward_efficiency_only_trims_a_solved_answer() -> None:
     inst = TASK.instance(2, "easy", **SMALL)
     few = _submit(inst, inst.hidden["solution"], energy_calls=1).reward()
     many = _submit(inst, inst.hidden["solution"], energy_calls=6).reward()
     assert few.success and many.success and few.total > many.total
+    assert many.total >= 1 - EFFICIENCY_WEIGHT
+    # no calls and no solve: efficiency pays nothing
+    lazy = _submit(inst, inst.public["start"]).reward()
+    assert lazy.total == 0.0 and lazy.component("efficiency") == 1.0
 
     ep = episode(inst)
     while not ep.done:
@@ -330,16 +369,34 @@ def test_reward_re_evaluates_instead_of_trusting_the_world() -> None:
 
 
 # -- expert ------------------------------------------------------------------------
+def _used_fallback(ep: Episode) -> bool:
+    return any(c.id.startswith("expert_refine") for c in ep.tool_calls) or any(
+        c.name == "submit_structure"
+        and c.arguments["coordinates"] == ep.instance.hidden["solution"]
+        for c in ep.tool_calls
+    )
+
+
 @pytest.mark.parametrize("difficulty", DIFFS)
 def test_expert_solves(difficulty: str) -> None:
-    ep = run_expert(episode(TASK.instance(0, difficulty)))
-    r = ep.reward()
-    assert ep.end_reason == "answered" and r.success and r.total >= TASK.solved_threshold
-    assert [c.name for c in ep.tool_calls] == [
-        "local_minimize",
-        "local_minimize",
-        "submit_structure",
-    ]
+    for seed in range(3):
+        ep = run_expert(episode(TASK.instance(seed, difficulty)))
+        r = ep.reward()
+        assert ep.end_reason == "answered" and r.success and r.total >= TASK.solved_threshold
+        names = [c.name for c in ep.tool_calls]
+        assert names[0] == "local_minimize" and names[-1] == "submit_structure"
+        assert ep.tool_calls[0].arguments["coordinates"] == ep.instance.public["start"]
+
+
+def test_expert_searches_honestly() -> None:
+    """The basin-hopping search finds the global minimum itself in most episodes; the
+    privileged fallback is the exception, and needed more often when it is harder."""
+    honest = {}
+    for difficulty in ("easy", "hard"):
+        eps = [run_expert(episode(TASK.instance(seed, difficulty))) for seed in range(12)]
+        assert all(ep.reward().success for ep in eps)
+        honest[difficulty] = sum(not _used_fallback(ep) for ep in eps)
+    assert honest["easy"] >= 11 and honest["hard"] >= 7
 
 
 def test_expert_is_robust_to_interleaved_calls() -> None:
@@ -355,10 +412,52 @@ def test_expert_is_robust_to_interleaved_calls() -> None:
     assert ep.reward().success
 
 
+def test_expert_falls_back_when_the_search_runs_out() -> None:
+    inst = TASK.instance(0, "hard", call_budget=2)
+    ep = run_expert(episode(inst))
+    assert ep.reward().success
+    assert [c.id.split("_")[1] for c in ep.tool_calls] == ["start", "refine", "submit"]
+
+
 def test_expert_submits_when_someone_else_spent_the_budget() -> None:
     inst = TASK.instance(0, "easy", call_budget=1, **SMALL)
     ep = episode(inst)
     step(ep, "energy", {"coordinates": inst.public["start"]}, "noise")
     run_expert(ep)
     assert ep.reward().success
-    assert sum(c.is_error for c in ep.tool_calls) == 2  # its two local_minimize calls were refused
+    assert not any(c.is_error for c in ep.tool_calls)  # it knew the budget was spent
+
+
+# -- exploits (issue 10): scripted lazy policies over 30 seeds per difficulty -------
+def _submit_reward(inst: Instance, coords: Any) -> float:
+    ep = episode(inst)
+    step(ep, "submit_structure", {"coordinates": coords}, "final")
+    return ep.reward().total
+
+
+def _minimize_start_then_submit(inst: Instance) -> float:
+    ep = episode(inst)
+    result = json.loads(step(ep, "local_minimize", {"coordinates": inst.public["start"]}).text)
+    assert not result["global_minimum_reached"]
+    step(ep, "submit_structure", {"coordinates": result["coordinates"]}, "final")
+    return ep.reward().total
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_exploits_earn_at_most_0_2(difficulty: str) -> None:
+    insts = [TASK.instance(seed, difficulty) for seed in range(30)]
+    # zero tool calls: the start as given
+    echo = [_submit_reward(i, i.public["start"]) for i in insts]
+    # one local_minimize of the start (solved 1 in 4 easy instances in v1)
+    once = [_minimize_start_then_submit(i) for i in insts]
+    # zero tool calls with a constant answer: another instance's global minimum
+    others = [TASK.instance(seed, difficulty) for seed in range(1000, 1010)]
+    constant = max(
+        ([_submit_reward(i, o.hidden["solution"]) for i in insts] for o in others),
+        key=sum,
+    )
+    for name, totals in (("echo", echo), ("minimize once", once), ("constant", constant)):
+        mean = sum(totals) / len(totals)
+        solved = sum(t >= TASK.solved_threshold for t in totals) / len(totals)
+        assert mean <= 0.2 and solved <= 0.05, f"{name} on {difficulty}: {mean:.3f}, {solved:.2f}"
+    assert max(once) == 0.0 and max(echo) == 0.0

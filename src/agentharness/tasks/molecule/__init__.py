@@ -1,24 +1,36 @@
 """molecule: find the global minimum of a Lennard-Jones cluster.
 
-The agent gets a random starting structure of N identical atoms (N = 6-8 easy,
-9-13 medium, 14-20 hard) interacting through the Lennard-Jones potential in reduced
-units, and searches the energy landscape with two tools on ASE's
-``LennardJones(epsilon=1, sigma=1, rc=100)`` calculator — ``energy(coordinates)`` and
-``local_minimize(coordinates)`` (ASE FIRE then LBFGS) — under a call budget (30 / 25 /
-20). It answers with ``submit_structure(coordinates)``.
+The agent gets a random starting structure of N identical atoms (N = 7-9 easy, 10-14
+medium, 15-20 hard) interacting through the Lennard-Jones potential with epsilon = 1
+and a per-instance length unit sigma (0.8-1.6), and searches the energy landscape with
+two tools — ``energy(coordinates)`` (ASE's ``LennardJones(epsilon=1, sigma, rc=100)``)
+and ``local_minimize(coordinates)`` (L-BFGS on the analytic potential, ASE's energy
+of the result) — under a call budget (30 / 15 / 12). It answers with
+``submit_structure(coordinates)``.
 
 * Ground truth: the putative global minima of the Cambridge Cluster Database (table in
-  :mod:`.simulator`). The generator re-finds the structure by seeded basin hopping
-  (numpy, cached per size), verifies its ASE energy against the table, and stores a
-  randomly rotated and relabelled copy in ``hidden["solution"]``.
+  :mod:`.simulator`; energies do not depend on sigma). The generator re-finds the
+  structure by seeded basin hopping (numpy, cached per size), scales it by sigma,
+  verifies its ASE energy against the table, and stores a randomly rotated and
+  relabelled copy in ``hidden["solution"]``. Sigma varies so that no fixed structure
+  (say, another instance's answer) answers every instance of a size.
+* The start is redrawn until its local minimum, found with the tool's own optimizer,
+  lies at least 2% of ``|E_global|`` above the global minimum: one ``local_minimize``
+  of the start never solves an instance (v1 checked starts with a different optimizer
+  than the tool's, so about 1 in 4 easy starts were solved by one call).
 * Feedback is sparse: energies and a yes/no "global minimum reached". The target
   energy is stated in the prompt by default (the values are public); the
   ``reveal_target=False`` knob hides it.
-* Reward: the submission is re-evaluated with ASE exactly as submitted (not minimized
-  again); outcome (within ``tolerance``, default 1e-3), proximity by the energy gap,
-  and efficiency on success.
-* Expert: relaxes the start, then minimizes a perturbed copy of the hidden solution and
-  submits the relaxed result.
+* Reward (v2): the submission is re-evaluated with ASE exactly as submitted (not
+  minimized again). Within ``tolerance`` (default 1e-3) of the global minimum: 1, less
+  up to 0.05 for the share of the budget used. Otherwise ``0.5 x progress``, progress
+  being how far the energy got from the start's own local minimum towards the global
+  one (clipped to [0, 1]): the start, its local minimum or anything higher earn 0.
+  Efficiency only trims a solved answer (v1 paid it for zero calls).
+* Expert: an honest basin-hopping search through the tools (relax the start, relax an
+  icosahedral packing, then perturb-and-minimize with the Metropolis rule); only with
+  one call left and no success does it minimize a perturbed copy of the hidden
+  solution (about 0% / 3% / 20% of easy / medium / hard episodes).
 """
 
 from agentharness.tasks.molecule.task import TASK

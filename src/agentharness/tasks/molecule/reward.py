@@ -1,4 +1,10 @@
-"""Layer 4: re-evaluate the submitted structure with ASE and score its energy gap."""
+"""Layer 4: re-evaluate the submitted structure with ASE and score the search's progress.
+
+Partial credit is measured from the start's own local minimum (what one
+``local_minimize`` of the given start reaches, recorded by the generator with the
+tool's own optimizer), not from zero: submitting the start, or its local minimum,
+earns nothing. Efficiency only trims a solved answer.
+"""
 
 from __future__ import annotations
 
@@ -9,58 +15,64 @@ from agentharness.core.tools import World
 from agentharness.tasks.molecule.simulator import StructureError, as_positions, ase_energy
 from agentharness.tasks.molecule.tools import MoleculeWorld
 
-W_OUTCOME, W_PROXIMITY, W_EFFICIENCY = 0.6, 0.3, 0.1
-# Proximity falls linearly to zero at this fraction of |E_global|: a single
-# minimization from a random start typically lands 5-15% above the global minimum.
-PROXIMITY_SCALE = 0.15
+PARTIAL_WEIGHT = 0.5  # the most an answer short of the global minimum can earn
+EFFICIENCY_WEIGHT = 0.05  # the share of a solved answer that depends on calls used
 
 
 def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
     """Score the submission as submitted (no re-minimization).
 
-    * outcome (0.6): 1 when the energy is within ``tolerance`` of the global minimum;
-    * proximity (0.3): ``1 - gap / (0.15 |E_global|)``, clipped to [0, 1];
-    * efficiency (0.1): only on success, ``1 - (calls - 1) / budget``.
+    * solved (within ``tolerance`` of the global minimum): ``1 - 0.05 x`` the share of
+      the call budget used beyond the first call;
+    * otherwise ``0.5 x progress``, where progress is
+      ``(E_start_min - E) / (E_start_min - E_global)`` clipped to [0, 1] and
+      ``E_start_min`` is the energy one ``local_minimize`` of the start reaches.
     """
     answer = world.final_answer
     n = int(instance.public["n_atoms"])
+    sigma = float(instance.public.get("sigma", 1.0))
     target = float(instance.hidden["global_minimum"])
+    baseline = float(instance.hidden["start_local_minimum"])
     tol = float(instance.public["tolerance"])
     budget = int(instance.public["call_budget"])
     if answer is None:
         return Reward.zero("no structure was submitted")
     try:
-        energy = ase_energy(as_positions(answer.get("coordinates"), n))
+        energy = ase_energy(as_positions(answer.get("coordinates"), n, sigma), sigma)
     except StructureError as e:
         return Reward.zero(f"the submitted structure cannot be evaluated: {e}")
 
     gap = max(0.0, energy - target)
     success = gap <= tol
-    proximity = max(0.0, 1.0 - gap / (PROXIMITY_SCALE * abs(target)))
+    span = baseline - target
+    progress = 1.0 if success else min(1.0, max(0.0, (baseline - energy) / span))
     calls = world.calls_used if isinstance(world, MoleculeWorld) else budget
-    efficiency = max(0.0, 1.0 - max(0, calls - 1) / budget) if success else 0.0
+    efficiency = max(0.0, 1.0 - max(0, calls - 1) / budget)
+    trim = 1.0 - EFFICIENCY_WEIGHT * (1.0 - efficiency) if success else 1.0
     verdict = "the global minimum" if success else f"{gap:.6f} above the global minimum"
     return Reward.from_components(
         [
             RewardComponent(
-                name="outcome",
-                value=float(success),
-                weight=W_OUTCOME,
-                detail=f"E = {energy:.6f} vs global minimum {target:.6f} (tolerance {tol:g})",
-            ),
-            RewardComponent(
-                name="proximity",
-                value=proximity,
-                weight=W_PROXIMITY,
-                detail=f"gap {gap:.6f}, zero credit at {PROXIMITY_SCALE * abs(target):.3f}",
+                name="search",
+                value=1.0 if success else PARTIAL_WEIGHT * progress,
+                weight=1.0,
+                detail=(
+                    f"E = {energy:.6f} vs global minimum {target:.6f} (tolerance {tol:g}); "
+                    f"{progress:.2f} of the way down from the start's local minimum "
+                    f"{baseline:.6f} (unsolved answers earn {PARTIAL_WEIGHT:g} x this)"
+                ),
             ),
             RewardComponent(
                 name="efficiency",
                 value=efficiency,
-                weight=W_EFFICIENCY,
-                detail=f"{calls} of {budget} calls used",
+                weight=0.0,
+                detail=(
+                    f"{calls} of {budget} calls used; trims a solved answer by up to "
+                    f"{EFFICIENCY_WEIGHT:g}, counts for nothing otherwise"
+                ),
             ),
         ],
         success=success,
         explanation=f"submitted LJ{n} structure has energy {energy:.6f}: {verdict}",
+        gate=trim,
     )

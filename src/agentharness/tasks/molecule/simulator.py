@@ -1,21 +1,26 @@
 """Lennard-Jones cluster energies, local minimization and a global-minimum search.
 
-Pure domain code (no agent or message types). Reduced units throughout: epsilon = 1,
-sigma = 1, so the pair potential is ``V(r) = 4 (r^-12 - r^-6)`` with its minimum
-``V = -1`` at ``r = 2^(1/6) ~ 1.1225``.
+Pure domain code (no agent or message types). The pair potential is
+``V(r) = 4 epsilon ((sigma/r)^12 - (sigma/r)^6)`` with ``epsilon = 1`` and a per-instance
+length unit ``sigma`` (1 in reduced units): its minimum ``V = -1`` lies at
+``r = 2^(1/6) sigma``. Energies do not depend on ``sigma`` (a structure scaled by it has
+the reduced structure's energy), so the reference table below holds for every sigma.
 
 Two implementations of the same energy live here, on purpose:
 
-* **ASE** (:func:`ase_energy`, :func:`relax`) — ``ase.calculators.lj.LennardJones``
-  with ``epsilon=1, sigma=1, rc=100, smooth=False`` and ASE's FIRE/LBFGS optimizers.
-  Everything the agent sees and everything the reward scores goes through ASE.
-  With ``smooth=False`` ASE shifts each pair energy by ``-V(rc)`` so it is zero at the
-  cutoff; at ``rc = 100`` that shift is ``4e-12`` per pair, far below the 1e-6 precision
-  of the reference table, and coordinates are bounded (``|x| <= COORD_LIMIT``) so every
-  pair lies inside the cutoff.
-* **numpy** (:func:`lj_energy_gradient`, :func:`lbfgs`) — an analytic energy and gradient
-  used only by the generator's basin-hopping search, because it is ~20x faster than the
-  ASE calculator per call. The tests check the two agree.
+* **ASE** (:func:`ase_energy`, :func:`ase_energy_forces`) —
+  ``ase.calculators.lj.LennardJones`` with ``epsilon=1, sigma=sigma, rc=100,
+  smooth=False``. Every energy the agent is told and every energy the reward scores
+  is ASE's. With ``smooth=False`` ASE shifts each pair energy by ``-V(rc)`` so it is
+  zero at the cutoff; at ``rc = 100`` that shift is below ``1e-11`` per pair, far
+  below the 1e-6 precision of the reference table, and coordinates are bounded
+  (``|x| <= COORD_LIMIT``) so every pair lies inside the cutoff.
+* **numpy** (:func:`lj_energy_gradient`, :func:`lbfgs`) — an analytic energy and
+  gradient in reduced units, ~30x faster than stepping ASE's calculator with ASE's
+  optimizers. :func:`relax` (the ``local_minimize`` tool) runs this L-BFGS and reports
+  ASE's energy of the result; the generator checks its starts with the very same
+  :func:`relax`, so "one minimization of the start does not solve it" holds for the
+  tool. The tests check the two energies agree.
 
 ``ase`` is imported lazily so importing the package stays fast.
 """
@@ -57,14 +62,17 @@ GLOBAL_MINIMA: dict[int, float] = {
 }
 MIN_ATOMS = min(GLOBAL_MINIMA)
 MAX_ATOMS = max(GLOBAL_MINIMA)
+# Below six atoms LJ clusters have a single minimum: every start relaxes to the answer.
+MIN_SEARCH_ATOMS = 6
 
 CUTOFF = 100.0  # ASE rc; larger than any distance inside the coordinate box
 COORD_LIMIT = 25.0  # |coordinate| bound; the box diagonal 50*sqrt(3) ~ 86.6 < CUTOFF
+# Distances below are in units of sigma (multiply by the instance's sigma).
 MIN_PAIR_DISTANCE = 0.5  # closer pairs give energies > 1.6e4: reject them as input errors
 PAIR_EQUILIBRIUM = 2.0 ** (1.0 / 6.0)
 UNBOUND_DISTANCE = 1.6  # an atom with no neighbour this close is reported as detached
-RELAX_FMAX = 1e-4  # force tolerance of local_minimize; energy error ~ fmax^2, negligible
-RELAX_MAX_STEPS = 1000  # compact starts need 100-500; loose ones are cut off here
+RELAX_GTOL = 1e-6  # L-BFGS stops when no reduced gradient component exceeds this
+RELAX_MAX_STEPS = 3000  # compact starts need 50-300 L-BFGS steps
 LOOSE_DISTANCE = 3.0  # local_minimize refuses an atom with no neighbour within this distance
 DECIMALS = 6  # coordinates handed to the agent are rounded to this many decimals
 
@@ -75,7 +83,7 @@ class StructureError(ValueError):
 
 @dataclass(frozen=True)
 class RelaxResult:
-    """Outcome of one ASE local minimization."""
+    """Outcome of one local minimization (`relax`)."""
 
     positions: FloatArray  # (n, 3), centred at the origin and rounded to DECIMALS
     energy: float  # ASE energy of the rounded positions
@@ -85,8 +93,9 @@ class RelaxResult:
 
 
 # -- input checking --------------------------------------------------------------------
-def as_positions(coordinates: Any, n_atoms: int) -> FloatArray:
-    """Validate agent coordinates: shape (n_atoms, 3), finite, bounded, no overlaps."""
+def as_positions(coordinates: Any, n_atoms: int, sigma: float = 1.0) -> FloatArray:
+    """Validate agent coordinates: shape (n_atoms, 3), finite, bounded, no overlaps
+    (no pair closer than ``MIN_PAIR_DISTANCE * sigma``)."""
     try:
         pos = np.asarray(coordinates, dtype=np.float64)
     except (TypeError, ValueError) as e:
@@ -110,11 +119,12 @@ def as_positions(coordinates: Any, n_atoms: int) -> FloatArray:
             "keep the cluster compact around the origin."
         )
     d, i, j = closest_pair(pos)
-    if d < MIN_PAIR_DISTANCE:
+    if d < MIN_PAIR_DISTANCE * sigma:
         raise StructureError(
-            f"atoms {i} and {j} are only {d:.3f} sigma apart (minimum allowed {MIN_PAIR_DISTANCE}); "
-            f"the energy there is huge and meaningless. Place neighbouring atoms about "
-            f"{PAIR_EQUILIBRIUM:.3f} sigma apart (the pair-potential minimum)."
+            f"atoms {i} and {j} are only {d:.3f} apart (minimum allowed "
+            f"{MIN_PAIR_DISTANCE * sigma:.3f}, half of sigma = {sigma:g}); the energy there is "
+            f"huge and meaningless. Place neighbouring atoms about {PAIR_EQUILIBRIUM * sigma:.3f} "
+            "apart (the pair-potential minimum, 2^(1/6) sigma)."
         )
     return pos
 
@@ -139,24 +149,24 @@ def isolated_atoms(pos: FloatArray, distance: float) -> list[int]:
     return [int(k) for k in np.where(d.min(axis=1) > distance)[0]]
 
 
-def detached_atoms(pos: FloatArray) -> list[int]:
-    """Atoms with no neighbour within UNBOUND_DISTANCE (they add ~nothing to the energy)."""
-    return isolated_atoms(pos, UNBOUND_DISTANCE)
+def detached_atoms(pos: FloatArray, sigma: float = 1.0) -> list[int]:
+    """Atoms with no neighbour within UNBOUND_DISTANCE sigma (they add ~nothing to the energy)."""
+    return isolated_atoms(pos, UNBOUND_DISTANCE * sigma)
 
 
 # -- ASE: what the tools and the reward use ----------------------------------------
-def _atoms(pos: FloatArray) -> Any:
+def _atoms(pos: FloatArray, sigma: float = 1.0) -> Any:
     from ase import Atoms
     from ase.calculators.lj import LennardJones
 
     atoms = Atoms(f"Ar{len(pos)}", positions=pos, pbc=False)
-    atoms.calc = LennardJones(epsilon=1.0, sigma=1.0, rc=CUTOFF, smooth=False)
+    atoms.calc = LennardJones(epsilon=1.0, sigma=sigma, rc=CUTOFF, smooth=False)
     return atoms
 
 
-def ase_energy_forces(pos: FloatArray) -> tuple[float, FloatArray]:
+def ase_energy_forces(pos: FloatArray, sigma: float = 1.0) -> tuple[float, FloatArray]:
     """Energy and forces of a cluster from ASE's Lennard-Jones calculator."""
-    atoms = _atoms(pos)
+    atoms = _atoms(pos, sigma)
     energy = float(atoms.get_potential_energy())
     forces = np.asarray(atoms.get_forces(), dtype=np.float64)
     if not math.isfinite(energy) or not np.all(np.isfinite(forces)):
@@ -166,44 +176,25 @@ def ase_energy_forces(pos: FloatArray) -> tuple[float, FloatArray]:
     return energy, forces
 
 
-def ase_energy(pos: FloatArray) -> float:
-    return ase_energy_forces(pos)[0]
+def ase_energy(pos: FloatArray, sigma: float = 1.0) -> float:
+    return ase_energy_forces(pos, sigma)[0]
 
 
 def max_force(forces: FloatArray) -> float:
     return float(np.linalg.norm(forces, axis=1).max()) if len(forces) else 0.0
 
 
-def relax(
-    pos: FloatArray, fmax: float = RELAX_FMAX, max_steps: int = RELAX_MAX_STEPS
-) -> RelaxResult:
-    """Local minimization with ASE: FIRE down into the basin, then LBFGS to converge.
+def relax(pos: FloatArray, sigma: float = 1.0, max_steps: int = RELAX_MAX_STEPS) -> RelaxResult:
+    """Local minimization: :func:`lbfgs` on the analytic energy, ASE's energy reported.
 
-    FIRE is robust from rough starts (LBFGS from a strongly repulsive or loose start
-    can fling atoms away); LBFGS then converges in few steps. If LBFGS goes uphill or
-    stalls, FIRE finishes (from where FIRE left off if LBFGS went uphill).
+    Runs in reduced units (coordinates divided by ``sigma``); the result is centred at
+    the origin, rounded to ``DECIMALS`` and re-evaluated with ASE, so resubmitting the
+    returned coordinates scores exactly the reported energy. The line search bounds
+    every step (0.3 sigma), so rough starts do not fling atoms away.
     """
-    from ase.optimize import FIRE, LBFGS
-
-    quiet: dict[str, Any] = {"logfile": None, "maxstep": 0.1}  # ASE's stubs omit None
-    atoms = _atoms(np.array(pos, dtype=np.float64))
-    fire = FIRE(atoms, **quiet)
-    fire.run(fmax=max(0.02, fmax), steps=max_steps)
-    steps = fire.nsteps
-    saved, saved_energy = atoms.get_positions(), float(atoms.get_potential_energy())
-    if steps < max_steps:
-        lbfgs = LBFGS(atoms, **quiet)
-        lbfgs.run(fmax=fmax, steps=max_steps - steps)
-        steps += lbfgs.nsteps
-        energy = float(atoms.get_potential_energy())
-        if not math.isfinite(energy) or energy > saved_energy + 1e-9:
-            atoms.set_positions(saved)  # LBFGS went uphill: discard its steps
-        if max_force(np.asarray(atoms.get_forces(), dtype=np.float64)) >= fmax:
-            fire = FIRE(atoms, **quiet)
-            fire.run(fmax=fmax, steps=max(1, max_steps - steps))
-            steps += fire.nsteps
-    converged = max_force(np.asarray(atoms.get_forces(), dtype=np.float64)) < fmax
-    out = np.asarray(atoms.get_positions(), dtype=np.float64)
+    x0 = np.asarray(pos, dtype=np.float64).ravel() / sigma
+    x, _, steps, converged = _lbfgs(x0, gtol=RELAX_GTOL, max_iter=max_steps)
+    out = x.reshape(-1, 3) * sigma
     if not np.all(np.isfinite(out)):
         raise StructureError(
             "the minimization diverged; start from a more compact, non-overlapping cluster."
@@ -212,12 +203,10 @@ def relax(
     if np.abs(out).max() > COORD_LIMIT:
         raise StructureError(
             "the cluster fell apart during the minimization (atoms drifted beyond "
-            f"{COORD_LIMIT:g} sigma); start from a more compact cluster with neighbours "
-            f"~{PAIR_EQUILIBRIUM:.2f} sigma apart."
+            f"{COORD_LIMIT:g}); start from a more compact cluster with neighbours "
+            f"~{PAIR_EQUILIBRIUM * sigma:.2f} apart."
         )
-    # Report the energy of exactly the coordinates the agent gets back (rounding moves
-    # it by ~1e-10), so resubmitting them scores what the tool said.
-    energy, forces = ase_energy_forces(out)
+    energy, forces = ase_energy_forces(out, sigma)
     return RelaxResult(
         positions=out, energy=energy, max_force=max_force(forces), steps=steps, converged=converged
     )
@@ -243,17 +232,27 @@ def lj_energy_gradient(x: FloatArray) -> tuple[float, FloatArray]:
 def lbfgs(
     x: FloatArray, gtol: float = 1e-6, max_iter: int = 3000, memory: int = 10, max_step: float = 0.3
 ) -> tuple[FloatArray, float]:
-    """A small L-BFGS with backtracking, on :func:`lj_energy_gradient`.
+    """A small L-BFGS with backtracking, on :func:`lj_energy_gradient` (reduced units).
 
     Written out rather than taken from scipy: scipy's L-BFGS-B calls threaded BLAS
     that slows it ~10x on a loaded machine for problems this small.
     """
+    x, energy, _, _ = _lbfgs(x, gtol, max_iter, memory, max_step)
+    return x, energy
+
+
+def _lbfgs(
+    x: FloatArray, gtol: float = 1e-6, max_iter: int = 3000, memory: int = 10, max_step: float = 0.3
+) -> tuple[FloatArray, float, int, bool]:
+    """:func:`lbfgs` that also returns the steps taken and whether it converged."""
     energy, grad = lj_energy_gradient(x)
     s_hist: list[FloatArray] = []
     y_hist: list[FloatArray] = []
+    steps = 0
     for _ in range(max_iter):
         if np.abs(grad).max() < gtol:
             break
+        steps += 1
         q = grad.copy()
         alphas = []
         for s, y in zip(reversed(s_hist), reversed(y_hist), strict=True):
@@ -285,7 +284,7 @@ def lbfgs(
                 s_hist.pop(0)
                 y_hist.pop(0)
         x, energy, grad = x_new, e_new, g_new
-    return x, energy
+    return x, energy, steps, bool(np.abs(grad).max() < gtol)
 
 
 def random_cluster(n: int, rng: np.random.Generator, min_distance: float = 0.95) -> FloatArray:
@@ -359,6 +358,24 @@ def _surface_move(p: FloatArray, rng: np.random.Generator, count: int) -> FloatA
     return p
 
 
+def perturb(
+    p: FloatArray, rng: np.random.Generator, step: float = 0.4, surface_prob: float = 0.5
+) -> FloatArray:
+    """One basin-hopping move in reduced units: relocate the one or two least bound atoms
+    to the surface, or displace every atom by up to ``step`` (atoms that wander off are
+    put back near the centre, the usual guard against evaporation)."""
+    p = np.array(p, dtype=np.float64)
+    n = len(p)
+    if rng.random() < surface_prob:
+        return _surface_move(p, rng, int(rng.integers(1, 3)))
+    radius = 0.9 * n ** (1.0 / 3.0) + 0.4
+    p += rng.uniform(-step, step, p.shape)
+    centre = p.mean(axis=0)
+    far = np.linalg.norm(p - centre, axis=1) > radius + 1.0
+    p[far] = centre + rng.uniform(-radius / 2, radius / 2, (int(far.sum()), 3))
+    return p
+
+
 def basin_hopping(
     n: int,
     rng: np.random.Generator,
@@ -369,25 +386,15 @@ def basin_hopping(
 ) -> tuple[FloatArray, float]:
     """Metropolis basin hopping until the known global minimum is reached (or hops run out).
 
-    Starts from :func:`icosahedral_seed`; each hop either relocates the one or two
-    least bound atoms to the surface or displaces every atom randomly (atoms that
-    wander off are put back near the centre, the usual guard against evaporation).
+    Starts from :func:`icosahedral_seed`; each hop is one :func:`perturb` move.
     """
     target = GLOBAL_MINIMA[n]
-    radius = 0.9 * n ** (1.0 / 3.0) + 0.4
     x, e = lbfgs(icosahedral_seed(n, rng).ravel())
     best_x, best_e = x, e
     for _ in range(max_hops):
         if best_e <= target + 1e-5:
             break
-        p = x.reshape(-1, 3).copy()
-        if rng.random() < surface_prob:
-            p = _surface_move(p, rng, int(rng.integers(1, 3)))
-        else:
-            p += rng.uniform(-step, step, p.shape)
-            centre = p.mean(axis=0)
-            far = np.linalg.norm(p - centre, axis=1) > radius + 1.0
-            p[far] = centre + rng.uniform(-radius / 2, radius / 2, (int(far.sum()), 3))
+        p = perturb(x.reshape(-1, 3), rng, step, surface_prob)
         y, ey = lbfgs(p.ravel())
         if ey < e or rng.random() < math.exp(-(ey - e) / temperature):
             x, e = y, ey

@@ -12,12 +12,13 @@ from agentharness.tasks.molecule.tools import MoleculeWorld
 
 TASK = TaskSpec(
     name="molecule",
-    version=1,
+    version=2,
     modality="text",
     description=(
-        "Find the global minimum of a Lennard-Jones cluster (3-20 atoms) with energy and "
-        "local-minimization tools on ASE's LJ calculator under a call budget. Sparse: many "
-        "local minima, yes/no feedback; reward by the energy gap to the known minimum."
+        "Find the global minimum of a Lennard-Jones cluster (7-20 atoms, per-instance sigma) "
+        "with energy and local-minimization tools under a call budget. Sparse: many local "
+        "minima, yes/no feedback; full credit at the known minimum, otherwise at most 0.5 by "
+        "progress below the start's own local minimum."
     ),
     config_model=MoleculeConfig,
     difficulties=DIFFICULTIES,

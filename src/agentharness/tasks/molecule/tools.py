@@ -1,4 +1,4 @@
-"""Layer 2: the per-episode world — a call budget and three tools on ASE's LJ calculator."""
+"""Layer 2: the per-episode world — a call budget and three tools on the LJ potential."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from agentharness.tasks.molecule.simulator import (
     LOOSE_DISTANCE,
     MAX_ATOMS,
     MIN_ATOMS,
+    PAIR_EQUILIBRIUM,
     FloatArray,
     StructureError,
     as_positions,
@@ -44,6 +45,7 @@ class MoleculeWorld(World):
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
         self.n_atoms = int(instance.public["n_atoms"])
+        self.sigma = float(instance.public.get("sigma", 1.0))
         self.call_budget = int(instance.public["call_budget"])
         self.tolerance = float(instance.public["tolerance"])
         self.global_minimum = float(instance.hidden["global_minimum"])
@@ -61,7 +63,7 @@ class MoleculeWorld(World):
 
     def _positions(self, coordinates: list[list[float]]) -> FloatArray:
         try:
-            return as_positions(coordinates, self.n_atoms)
+            return as_positions(coordinates, self.n_atoms, self.sigma)
         except StructureError as e:
             raise ToolError(str(e)) from e
 
@@ -90,12 +92,12 @@ class MoleculeWorld(World):
         """Evaluate the Lennard-Jones energy of a structure (costs one call of the budget).
 
         Args:
-            coordinates: one [x, y, z] triple per atom, in units of sigma.
+            coordinates: one [x, y, z] triple per atom.
         """
         self._check_budget()
         pos = self._positions(coordinates)
         try:
-            e, forces = ase_energy_forces(pos)
+            e, forces = ase_energy_forces(pos, self.sigma)
         except StructureError as err:
             raise ToolError(str(err)) from err
         fm = max_force(forces)
@@ -113,20 +115,21 @@ class MoleculeWorld(World):
         """Relax a structure to the nearest local energy minimum (costs one call of the budget).
 
         Args:
-            coordinates: one [x, y, z] triple per atom, in units of sigma; the starting point.
-                Keep it compact (neighbours ~1.1 apart): isolated atoms feel almost no force.
+            coordinates: one [x, y, z] triple per atom; the starting point. Keep it compact
+                (neighbours ~1.12 sigma apart): isolated atoms feel almost no force.
         """
         self._check_budget()
         pos = self._positions(coordinates)
-        loose = isolated_atoms(pos, LOOSE_DISTANCE)
+        loose = isolated_atoms(pos, LOOSE_DISTANCE * self.sigma)
         if loose:
             raise ToolError(
-                f"atom(s) {loose} have no neighbour within {LOOSE_DISTANCE:g} sigma, where the "
-                "forces are too weak to minimize; move them next to the cluster (about 1.1 sigma "
-                "from their nearest neighbours) and call local_minimize again."
+                f"atom(s) {loose} have no neighbour within {LOOSE_DISTANCE * self.sigma:.3f} "
+                f"({LOOSE_DISTANCE:g} sigma), where the forces are too weak to minimize; move them "
+                f"next to the cluster (about {PAIR_EQUILIBRIUM * self.sigma:.3f} from their nearest "
+                "neighbours) and call local_minimize again."
             )
         try:
-            res = relax(pos)
+            res = relax(pos, self.sigma)
         except StructureError as err:
             raise ToolError(str(err)) from err
         out: dict[str, Any] = {
@@ -135,7 +138,7 @@ class MoleculeWorld(World):
             "steps": res.steps,
         }
         out.update(self._record(res.energy))
-        loose = detached_atoms(res.positions)
+        loose = detached_atoms(res.positions, self.sigma)
         if loose:
             out["detached_atoms"] = loose
         if not res.converged:
@@ -154,8 +157,8 @@ class MoleculeWorld(World):
         """Submit your final structure; it is scored exactly as given and ends the episode.
 
         Args:
-            coordinates: one [x, y, z] triple per atom, in units of sigma (submit the relaxed
-                coordinates returned by local_minimize).
+            coordinates: one [x, y, z] triple per atom (submit the relaxed coordinates
+                returned by local_minimize).
         """
         pos = self._positions(coordinates)
         try:
