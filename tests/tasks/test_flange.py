@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import itertools
 import json
 import math
+import re
+import statistics
 import typing
 
 import pytest
@@ -20,9 +23,10 @@ from agentharness.core.registry import episode_for, get_task
 from agentharness.core.task import TaskConfigError
 from agentharness.rollout.runner import run_one
 from agentharness.tasks.flange import simulator as sim
+from agentharness.tasks.flange.expert import reading_args
 from agentharness.tasks.flange.generator import design_of, geometry_of
 from agentharness.tasks.flange.render import render_drawing
-from agentharness.tasks.flange.reward import constraint_score, efficiency
+from agentharness.tasks.flange.reward import economy, efficiency
 from agentharness.tasks.flange.tools import BoltSize, FlangeWorld, MaterialName
 
 SPEC = get_task("flange")
@@ -48,6 +52,16 @@ def _world(ep: Episode) -> FlangeWorld:
 
 def _solution(inst: Instance) -> dict[str, typing.Any]:
     return dict(inst.hidden["solution"])
+
+
+def _read(inst: Instance) -> dict[str, typing.Any]:
+    """The drawing's dimensions and load, as an agent that read them passes them to tools."""
+    return reading_args(geometry_of(inst))
+
+
+def _checked(inst: Instance) -> dict[str, typing.Any]:
+    """The reference design with the drawing data: arguments for analyze and cost."""
+    return {**_solution(inst), **_read(inst)}
 
 
 # -- the plate model ----------------------------------------------------------------
@@ -146,6 +160,27 @@ def test_tool_enums_match_the_catalogue() -> None:
     assert list(typing.get_args(BoltSize)) == list(sim.BOLTS)
 
 
+def test_stress_falls_with_thickness_and_min_thickness_stress_is_the_threshold() -> None:
+    geom = sim.Geometry(outer_d=330, bore_d=150, bcd=260, load_n=400e3)
+    stresses = [
+        sim.analyze(geom, sim.Design(t, "steel_A36", 8, 24)).plate_stress for t in (5, 10, 20, 40)
+    ]
+    assert all(x > y for x, y in itertools.pairwise(stresses))
+    t = sim.min_thickness_stress(geom, "steel_A36", 8, 24)
+    assert t is not None
+    allowable = sim.MATERIALS["steel_A36"].yield_mpa / sim.STRESS_SAFETY_FACTOR
+    assert sim.analyze(geom, sim.Design(t, "steel_A36", 8, 24)).plate_stress <= allowable
+    low = sim.analyze(geom, sim.Design(t - 0.01, "steel_A36", 8, 24))
+    assert low.plate_stress > allowable and not low.stress_ok
+    assert low.allowable_stress == pytest.approx(allowable)
+
+
+def test_every_material_has_a_yield_stress() -> None:
+    for m in sim.MATERIALS.values():
+        assert 150 <= m.yield_mpa <= 1000
+        assert m.allowable_mpa == pytest.approx(m.yield_mpa / 1.5)
+
+
 # -- generation and prompt ----------------------------------------------------------
 
 
@@ -160,34 +195,44 @@ def test_same_seed_same_instance_and_prompt() -> None:
 
 @pytest.mark.parametrize("difficulty", DIFFICULTIES)
 def test_hidden_solution_verifies(difficulty: str) -> None:
-    for seed in range(4):
+    for seed in range(6):
         inst = _instance(seed, difficulty)
         geom = geometry_of(inst)
         design = design_of(_solution(inst))
-        assert sim.analyze(geom, design).max_displacement <= inst.hidden["limit_mm"]
+        result = sim.analyze(geom, design)
+        assert result.max_displacement <= inst.hidden["limit_mm"]
+        assert result.stress_ok  # v2: about 1 in 6 references exceeded the yield stress
         assert sim.cost(geom, design).total <= inst.hidden["budget_usd"]
         assert design.material in inst.hidden["permitted"]
         assert len(inst.hidden["permitted"]) == inst.config["n_permitted"]
+        assert inst.hidden["drawing"]["budget_usd"] == inst.hidden["budget_usd"]
 
 
 def test_instance_data_only_in_the_image() -> None:
     def text_of(inst: Instance) -> str:
         text = "\n".join(m.text for m in SPEC.generator.prompt(inst))
-        text = text.replace(inst.public["drawing_number"], "<DWG>")
-        return text.replace(f"${inst.public['budget_usd']:.2f}", "<BUDGET>")
+        return text.replace(inst.public["drawing_number"], "<DWG>")
 
     inst, other = _instance(2, "hard"), _instance(3, "hard")
     assert inst.hidden["drawing"] != other.hidden["drawing"]
-    assert set(inst.public) == {"drawing_number", "budget_usd"}
-    # Apart from the drawing number and the budget the text is the same for every
-    # instance: dimensions, load, limit and permitted materials are only in the image.
+    assert set(inst.public) == {"drawing_number"}
+    # Apart from the drawing number the text is the same for every instance: dimensions,
+    # load, limit, cost limit and permitted materials are only in the image.
     assert text_of(inst) == text_of(other)
+    text = text_of(inst)
+    assert f"{inst.hidden['budget_usd']:.2f}" not in text and "budget" not in text
     messages = SPEC.generator.prompt(inst)
     images = [img for m in messages for img in m.images]
     assert len(images) == 1
     png = images[0].png_bytes()
     assert png is not None
     assert Image.open(io.BytesIO(png)).size == (1200, 820)
+
+
+def test_drawing_number_does_not_name_the_seed() -> None:
+    numbers = [_instance(seed, "easy").public["drawing_number"] for seed in range(8)]
+    assert len(set(numbers)) == 8
+    assert not any(n.startswith(f"FL-{seed:04d}-") for seed, n in enumerate(numbers))
 
 
 def test_pressure_knob_and_many_materials_render() -> None:
@@ -207,64 +252,187 @@ def test_bad_knobs_are_rejected() -> None:
         SPEC.make_config("easy", n_permitted=0)
 
 
+def test_presets_get_harder() -> None:
+    cfgs = [SPEC.make_config(d) for d in DIFFICULTIES]
+    permitted = [c.n_permitted for c in cfgs]  # type: ignore[attr-defined]
+    slack = [c.budget_slack for c in cfgs]  # type: ignore[attr-defined]
+    free = [c.free_tool_calls for c in cfgs]  # type: ignore[attr-defined]
+    assert permitted == sorted(permitted) and len(set(permitted)) == 3
+    assert slack == sorted(slack, reverse=True) and len(set(slack)) == 3
+    assert free == sorted(free, reverse=True)
+    assert cfgs[-1].load_as_pressure  # type: ignore[attr-defined]
+
+
 # -- tools --------------------------------------------------------------------------
 
 
 def test_analyze_and_cost_feedback() -> None:
     ep = _episode(0, "medium")
+    inst = ep.instance
     world = _world(ep)
-    sol = _solution(ep.instance)
-    limit = ep.instance.hidden["limit_mm"]
-    raw = world.execute("analyze", sol).text
+    args = _checked(inst)
+    limit = inst.hidden["limit_mm"]
+    raw = world.execute("analyze", args).text
     good = json.loads(raw)
-    assert good["max_displacement_mm"] <= limit and set(good["breakdown_mm"]) == {
-        "plate_bending",
-        "transverse_shear",
-        "bolt_stretch",
-    }
+    assert good["max_displacement_mm"] <= limit
+    assert set(good["breakdown_mm"]) == {"plate_bending", "transverse_shear", "bolt_stretch"}
+    assert good["max_displacement_mm"] == pytest.approx(
+        inst.hidden["solution_displacement_mm"], rel=1e-3
+    )
+    assert good["plate_stress_ok"] is True
+    assert good["peak_plate_stress_mpa"] <= good["allowable_plate_stress_mpa"]
     assert "limit_mm" not in good and f"{limit:g}" not in raw  # the limit is on the drawing
     assert "note 4" in good["feedback"]
-    thin = json.loads(world.execute("analyze", {**sol, "thickness": sol["thickness"] * 0.7}).text)
-    assert thin["max_displacement_mm"] > limit
+    thin = json.loads(world.execute("analyze", {**args, "thickness": args["thickness"] * 0.7}).text)
+    assert thin["max_displacement_mm"] > limit or not thin["plate_stress_ok"]
     assert any(k in thin["feedback"] for k in ("thicker plate", "more or larger bolts"))
-    costly = {**sol, "material": "titanium_Ti6Al4V"}
-    over = json.loads(world.execute("cost", costly).text)
-    assert over["within_budget"] is False and "over budget" in over["feedback"]
-    assert over["budget_usd"] == ep.instance.hidden["budget_usd"]
-    ok = json.loads(world.execute("cost", sol).text)
-    assert ok["within_budget"] is True and ok["margin_usd"] >= 0
-    assert world.checks == 4
+    ok = json.loads(world.execute("cost", args).text)
+    assert ok["total_usd"] == pytest.approx(inst.hidden["solution_cost_usd"], abs=0.01)
+    assert "note 5" in ok["feedback"]
+    budget = inst.hidden["budget_usd"]
+    for text in (raw, json.dumps(ok)):
+        assert "budget" not in text and f"{budget:g}" not in text
+    assert world.checks == 3
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        {"thickness": 20, "material": "steel_A36", "n_bolts": 8},  # missing
-        {"thickness": "thick", "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 16},
-        {"thickness": -5, "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 16},
-        {"thickness": 1e9, "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 16},
-        {"thickness": 20, "material": "unobtainium", "n_bolts": 8, "bolt_diameter": 16},
-        {"thickness": 20, "material": "steel_A36", "n_bolts": 6, "bolt_diameter": 16},
-        {"thickness": 20, "material": "steel_A36", "n_bolts": 64, "bolt_diameter": 16},
-        {"thickness": 20, "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 15},
-        {"thickness": 20, "material": "steel_A36", "n_bolts": 32, "bolt_diameter": 36},
-        {"thickness": 300, "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 16},
-        {"thickness": 20, "material": "steel_A36", "n_bolts": [8], "bolt_diameter": 16},
-        '{"thickness": NaN, "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 16}',
-    ],
-)
+def test_tools_compute_on_the_numbers_given_not_the_drawing() -> None:
+    """Same arguments, same answer, whatever the drawing: nothing in a tool's reply, its
+    errors included, can be traced back to the hidden drawing."""
+    a, b = _instance(0, "hard"), _instance(1, "hard")
+    assert a.hidden["drawing"] != b.hidden["drawing"]
+    reading = _read(a)
+    probes = [
+        ("analyze", _checked(a)),
+        ("cost", _checked(a)),
+        ("analyze", {**_checked(a), "thickness": 500.0}),
+        ("analyze", {**_checked(a), "n_bolts": 32, "bolt_diameter": 36}),
+        ("analyze", {**_checked(a), "n_bolts": 4, "bolt_diameter": 10}),
+        ("cost", {**_checked(a), "n_bolts": 4, "bolt_diameter": 36}),
+        ("analyze", {**_solution(a)}),  # the drawing data left out
+        ("submit_design", {**_solution(a), "thickness": 500.0}),
+        ("submit_design", {**_solution(a), "n_bolts": 6}),
+    ]
+    for name, args in probes:
+        out_a = episode_for(a).world.execute(name, args)
+        out_b = episode_for(b).world.execute(name, args)
+        assert out_a.text == out_b.text, name
+    assert reading["outer_diameter"] == a.hidden["drawing"]["outer_d"]
+
+
+def test_the_v2_leaks_are_gone() -> None:
+    """v2's errors quoted the radial span, the bolt circle, the rim and the load, and
+    bolt_stress_mpa was the load over a known area. None of the drawing's numbers
+    appears in any reply to a probe that does not pass them in."""
+    for seed in range(4):
+        inst = _instance(seed, "medium")
+        d = inst.hidden["drawing"]
+        secret = {
+            f"{(d['bcd'] - d['bore_d']) / 2:g}",
+            f"{d['bcd']:g}",
+            f"{d['outer_d']:g}",
+            f"{d['bore_d']:g}",
+            f"{(d['outer_d'] - d['bcd']) / 2:g}",
+            f"{d['load_kn']:.1f}",
+            f"{d['limit_mm']:g}",
+            f"{d['budget_usd']:.2f}",
+        }
+        ep = episode_for(inst)
+        guess = {
+            "outer_diameter": 1000.0,
+            "bore_diameter": 600.0,
+            "bolt_circle_diameter": 900.0,
+            "load_kn": 12.345,
+        }
+        texts = []
+        for t, n, b in ((500, 32, 36), (3, 32, 36), (3, 4, 36), (3, 4, 10), (20, 8, 16)):
+            design = {"thickness": t, "material": "steel_A36", "n_bolts": n, "bolt_diameter": b}
+            for name in ("analyze", "cost"):
+                texts.append(ep.world.execute(name, design).text)
+                texts.append(ep.world.execute(name, {**design, **guess}).text)
+        ep.step(assistant("thinking"))  # the nudge after no tool call
+        texts.append(ep.messages[-1].text)
+        for text in texts:
+            numbers = set(re.findall(r"\d+(?:\.\d+)?", text))
+            assert not (numbers & secret), (text, numbers & secret)
+
+
+def test_submit_checks_only_the_drawing_free_rules() -> None:
+    inst = _instance(2, "easy")
+    ep = episode_for(inst)
+    bad = ep.world.execute("submit_design", {**_solution(inst), "n_bolts": 10})
+    assert bad.is_error and "multiple of 4" in bad.text and ep.world.final_answer is None
+    thin = ep.world.execute("submit_design", {**_solution(inst), "thickness": 2.0})
+    assert thin.is_error and "below the minimum" in thin.text
+    # Breaking a rule of the drawing's geometry is accepted, and verified by the reward.
+    ep.step(_call("submit_design", {**_solution(inst), "thickness": 400.0}))
+    assert ep.done and ep.end_reason == "answered"
+    r = ep.reward()
+    assert r.total == 0.0 and not r.success and "radial span" in r.explanation
+
+
+GEOMETRY_FREE_BAD_ARGS: list[dict[str, object] | str] = [
+    {"thickness": 20, "material": "steel_A36", "n_bolts": 8},  # missing
+    {"thickness": "thick", "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 16},
+    {"thickness": -5, "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 16},
+    {"thickness": 1e9, "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 16},
+    {"thickness": 2, "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 16},
+    {"thickness": 20, "material": "unobtainium", "n_bolts": 8, "bolt_diameter": 16},
+    {"thickness": 20, "material": "steel_A36", "n_bolts": 6, "bolt_diameter": 16},
+    {"thickness": 20, "material": "steel_A36", "n_bolts": 64, "bolt_diameter": 16},
+    {"thickness": 20, "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 15},
+    {"thickness": 20, "material": "steel_A36", "n_bolts": [8], "bolt_diameter": 16},
+    '{"thickness": NaN, "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 16}',
+]
+GEOMETRY_BAD_ARGS: list[dict[str, object]] = [
+    {"thickness": 20, "material": "steel_A36", "n_bolts": 32, "bolt_diameter": 36},
+    {"thickness": 300, "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 16},
+    {"thickness": 20, "material": "steel_A36", "n_bolts": 4, "bolt_diameter": 10},
+    {"thickness": 20, "material": "steel_A36", "n_bolts": 8, "bolt_diameter": 16, "load_kn": -1},
+    {
+        "thickness": 20,
+        "material": "steel_A36",
+        "n_bolts": 8,
+        "bolt_diameter": 16,
+        "bore_diameter": 0,
+    },
+    {
+        "thickness": 20,
+        "material": "steel_A36",
+        "n_bolts": 8,
+        "bolt_diameter": 16,
+        "bore_diameter": 900,
+    },
+]
+
+
+def _with_reading(args: dict[str, object] | str, inst: Instance, tool_name: str) -> object:
+    if tool_name == "submit_design" or not isinstance(args, dict):
+        return args
+    return {**_read(inst), **args}
+
+
+@pytest.mark.parametrize("args", GEOMETRY_FREE_BAD_ARGS)
 @pytest.mark.parametrize("tool_name", ["analyze", "cost", "submit_design"])
 def test_bad_inputs_are_errors_and_the_episode_continues(
     args: dict[str, object] | str, tool_name: str
 ) -> None:
     ep = _episode(0, "easy")
-    obs = ep.step(_call(tool_name, args))
+    obs = ep.step(_call(tool_name, _with_reading(args, ep.instance, tool_name)))  # type: ignore[arg-type]
     assert not obs.done
     assert ep.tool_calls[-1].is_error
     assert obs.messages[0].text.startswith("Error")
     assert _world(ep).final_answer is None
-    ok = ep.step(_call("analyze", _solution(ep.instance), n=2))
+    ok = ep.step(_call("analyze", _checked(ep.instance), n=2))
     assert not ep.tool_calls[-1].is_error and not ok.done
+
+
+@pytest.mark.parametrize("args", GEOMETRY_BAD_ARGS)
+@pytest.mark.parametrize("tool_name", ["analyze", "cost"])
+def test_rules_on_the_given_geometry_are_errors(args: dict[str, object], tool_name: str) -> None:
+    ep = _episode(0, "easy")
+    obs = ep.step(_call(tool_name, {**_read(ep.instance), **args}))
+    assert not obs.done and ep.tool_calls[-1].is_error
+    assert obs.messages[0].text.startswith("Error")
 
 
 def test_nan_thickness_guarded_in_the_simulator() -> None:
@@ -281,12 +449,15 @@ def test_nan_thickness_guarded_in_the_simulator() -> None:
 def test_nudges_carry_domain_feedback() -> None:
     ep = _episode(0, "easy")
     first = ep.step(assistant("Let me think about it."))
-    assert "note 4" in first.messages[-1].text and not first.done
-    ep.step(_call("analyze", {**_solution(ep.instance), "thickness": 5.0}, n=2))
+    assert "note 4" in first.messages[-1].text and "note 5" in first.messages[-1].text
+    assert not first.done
+    ep.step(_call("analyze", {**_checked(ep.instance), "thickness": 5.0}, n=2))
+    ep.step(_call("cost", {**_checked(ep.instance), "thickness": 5.0}, n=3))
     second = ep.step(assistant("Still thinking."))
     nudge = second.messages[-1].text
-    assert "displaces the bore edge by" in nudge and "note 4" in nudge
+    assert "displaces the bore edge by" in nudge and "note 4" in nudge and "costs $" in nudge
     assert f"{ep.instance.hidden['limit_mm']:g} mm" not in nudge
+    assert f"{ep.instance.hidden['budget_usd']:.2f}" not in nudge
     third = ep.step(assistant("Done."))
     assert third.done and ep.end_reason == "no_answer"
     assert ep.reward().total == 0.0
@@ -301,38 +472,87 @@ def _submit(ep: Episode, args: dict[str, object]) -> float:
     return ep.reward().total
 
 
-def test_reward_full_partial_and_gated() -> None:
+def test_reward_pays_only_a_conforming_design() -> None:
     inst = _instance(1, "medium")
     sol = _solution(inst)
-    full = _submit(episode_for(inst), sol)
-    assert full == pytest.approx(1.0)
+    full_ep = episode_for(inst)
+    assert _submit(full_ep, sol) == pytest.approx(1.0)
+    r = full_ep.reward()
+    assert r.success and r.component("conforming") == 1.0 and r.component("economy") == 1.0
 
+    # Each requirement missed alone: nothing, however well the others are met.
     thin_ep = episode_for(inst)
-    thin = _submit(thin_ep, {**sol, "thickness": round(sol["thickness"] * 0.9, 2)})
+    assert _submit(thin_ep, {**sol, "thickness": round(sol["thickness"] * 0.9, 2)}) == 0.0
     r = thin_ep.reward()
-    assert not r.success and r.component("displacement") is not None
-    assert 0.0 < (r.component("displacement") or 0.0) < 1.0 and r.component("cost") == 1.0
-    assert 0.3 < thin < 0.7
+    assert not r.success and "missed" in r.explanation
+    assert r.component("displacement") == 0.0 or r.component("stress") == 0.0
+    assert r.component("cost") == 1.0 and r.component("material") == 1.0
 
     heavy_ep = episode_for(inst)
-    _submit(heavy_ep, {**sol, "thickness": round(sol["thickness"] * 1.6, 2)})
+    assert _submit(heavy_ep, {**sol, "thickness": round(sol["thickness"] * 1.3, 2)}) == 0.0
     heavy = heavy_ep.reward()
-    assert heavy.component("displacement") == 1.0 and (heavy.component("cost") or 0) < 1.0
-    assert not heavy.success
+    assert heavy.component("displacement") == 1.0 and heavy.component("cost") == 0.0
 
     banned = next(m for m in sim.MATERIALS if m not in inst.hidden["permitted"])
     banned_ep = episode_for(inst)
-    _submit(banned_ep, {**sol, "material": banned})
-    rb = banned_ep.reward()
-    assert rb.component("material") == 0.0 and not rb.success and rb.total <= 0.35
+    assert _submit(banned_ep, {**sol, "material": banned}) == 0.0
+    assert banned_ep.reward().component("material") == 0.0
 
     assert episode_for(inst).reward().total == 0.0  # nothing submitted
 
 
+def test_reward_gates_on_the_stress_allowable() -> None:
+    """A design stiff enough and within the cost limit, but overstressed, earns 0."""
+    found = 0
+    for seed in range(40):
+        inst = _instance(seed, "easy")
+        geom = geometry_of(inst)
+        permitted = inst.hidden["permitted"]
+        for n, d in sim.valid_patterns(geom):
+            for m in permitted:
+                t_disp = sim.min_thickness(geom, m, n, d, inst.hidden["limit_mm"])
+                t_stress = sim.min_thickness_stress(geom, m, n, d)
+                if t_disp is None or t_stress is None or t_stress <= t_disp + 0.2:
+                    continue
+                t = math.ceil(t_disp * 10) / 10
+                design = {"thickness": t, "material": m, "n_bolts": n, "bolt_diameter": d}
+                if sim.cost(geom, design_of(design)).total > inst.hidden["budget_usd"]:
+                    continue
+                ep = episode_for(inst)
+                assert _submit(ep, design) == 0.0
+                r = ep.reward()
+                assert r.component("stress") == 0.0 and r.component("displacement") == 1.0
+                assert r.component("cost") == 1.0 and "stress" in r.explanation
+                found += 1
+                break
+            if found:
+                break
+        if found >= 2:
+            return
+    assert found, "no overstressed but otherwise conforming design found"
+
+
+def test_reward_economy_and_efficiency() -> None:
+    inst = _instance(0, "easy")
+    sol = _solution(inst)
+    geom = geometry_of(inst)
+    # a slightly thicker plate: still conforming, dearer, so less economy credit
+    thicker = {**sol, "thickness": round(sol["thickness"] + 0.5, 2)}
+    total = sim.cost(geom, design_of(thicker)).total
+    assert total <= inst.hidden["budget_usd"]
+    ep = episode_for(inst)
+    value = _submit(ep, thicker)
+    r = ep.reward()
+    assert r.success and 0.8 < value < 1.0
+    econ = economy(total, inst.hidden["solution_cost_usd"], inst.hidden["budget_usd"])
+    assert r.component("economy") == pytest.approx(econ) and 0 < econ < 1
+    assert value == pytest.approx(0.8 + 0.1 * econ + 0.1)
+
+
 def test_reward_helpers() -> None:
-    assert constraint_score(1.0, 1.0) == 1.0
-    assert constraint_score(1.25, 1.0) == pytest.approx(0.25)
-    assert constraint_score(2.0, 1.0) == 0.0
+    assert economy(90.0, 100.0, 110.0) == 1.0
+    assert economy(105.0, 100.0, 110.0) == pytest.approx(0.5)
+    assert economy(110.0, 100.0, 110.0) == 0.0
     assert efficiency(3, 8) == 1.0 and efficiency(16, 8) == pytest.approx(0.5)
     assert efficiency(100, 8) == 0.0
 
@@ -340,12 +560,11 @@ def test_reward_helpers() -> None:
 def test_efficiency_counts_checks() -> None:
     inst = _instance(0, "hard")
     ep = episode_for(inst)
-    sol = _solution(inst)
     for k in range(12):
-        ep.step(_call("cost", sol, n=k + 10))
-    _submit(ep, sol)
+        ep.step(_call("cost", _checked(inst), n=k + 10))
+    _submit(ep, _solution(inst))
     r = ep.reward()
-    assert r.success and (r.component("efficiency") or 0) < 1.0 and r.total < 1.0
+    assert r.success and (r.component("efficiency") or 0) < 1.0 and 0.8 <= r.total < 1.0
 
 
 # -- expert -------------------------------------------------------------------------
@@ -357,7 +576,23 @@ def test_expert_solves(difficulty: str) -> None:
     ep, _ = asyncio.run(run_one(inst, ExpertAgent().policy(inst)))
     assert ep.end_reason == "answered"
     assert ep.reward().total >= SPEC.solved_threshold
-    assert len(ep.tool_calls) == 3
+    assert [c.name for c in ep.tool_calls] == ["analyze", "cost", "submit_design"]
+    assert not any(c.is_error for c in ep.tool_calls)
+
+
+def test_expert_says_only_what_the_drawing_shows() -> None:
+    inst = _instance(3, "hard")
+    first = SPEC.expert(inst).next_turn(SPEC.generator.prompt(inst))
+    d = inst.hidden["drawing"]
+    for shown in (
+        f"{d['outer_d']:g}",
+        f"{d['bcd']:g}",
+        f"{d['limit_mm']:g}",
+        f"{d['budget_usd']:.2f}",
+    ):
+        assert shown in first.text
+    args = json.loads(first.tool_calls[0].function.arguments)  # type: ignore[index]
+    assert args["outer_diameter"] == d["outer_d"] and args["bore_diameter"] == d["bore_d"]
 
 
 def test_expert_survives_interleaved_random_calls() -> None:
@@ -366,7 +601,7 @@ def test_expert_survives_interleaved_random_calls() -> None:
     ep = episode_for(inst)
     junk = [
         _call("analyze", {"thickness": 4, "material": "oak"}, n=500),
-        _call("cost", {**_solution(inst), "thickness": 3.5}, n=501),
+        _call("cost", {**_checked(inst), "thickness": 3.5}, n=501),
         assistant("random chatter"),
     ]
     k = 0
@@ -394,3 +629,164 @@ def test_drawing_can_exclude_the_unconstrained_cheapest_material() -> None:
         best = sim.cheapest_design(geometry_of(inst), inst.hidden["limit_mm"], list(sim.MATERIALS))
         assert best is not None
         assert best[0].material not in inst.hidden["permitted"]
+
+
+# -- reward integrity: issue 10's exploit and the blind policy on >= 30 seeds ---------
+
+SEEDS = range(30)
+LAZY_LIMIT = 0.2
+
+
+@functools.cache
+def _seeded(difficulty: str) -> tuple[Instance, ...]:
+    return tuple(_instance(seed, difficulty) for seed in SEEDS)
+
+
+def _design(t: float, m: str, n: int, d: int) -> dict[str, typing.Any]:
+    return {"thickness": t, "material": m, "n_bolts": n, "bolt_diameter": d}
+
+
+class ProbeThenStiffest:
+    """v2's attack: read the radial span, the bolt circle, the rim and the load out of the
+    tools' error messages and ``bolt_stress_mpa``, then submit the stiffest design of one
+    material within the budget the text gave. Whatever it cannot read it guesses (a
+    typical drawing and cost limit): on v3 the tools only echo its own numbers."""
+
+    GUESS: typing.ClassVar[dict[str, float]] = {
+        "outer_d": 350.0,
+        "bore_d": 150.0,
+        "bcd": 290.0,
+        "load_kn": 120.0,
+        "budget": 150.0,
+    }
+
+    def __init__(self, instance: Instance, material: str = "steel_A36") -> None:
+        self.material = material
+        self.n = 0
+        self.probes = [
+            _design(500, material, 32, 36),
+            _design(3, material, 32, 36),
+            _design(3, material, 4, 36),
+            _design(3, material, 4, 10),
+        ]
+
+    def _guessed(self) -> dict[str, float]:
+        g = self.GUESS
+        return {
+            "outer_diameter": g["outer_d"],
+            "bore_diameter": g["bore_d"],
+            "bolt_circle_diameter": g["bcd"],
+            "load_kn": g["load_kn"],
+        }
+
+    def next_turn(self, messages: list[Message]) -> Message:
+        self.n += 1
+        if self.n <= len(self.probes):  # v2 took the design alone; v3 needs the drawing data
+            return _call("analyze", {**self.probes[self.n - 1], **self._guessed()}, self.n)
+        replies = [m.text for m in messages if m.role == "tool"]
+        prompt = "\n".join(m.text for m in messages if m.role == "user")
+
+        def find(pattern: str, texts: list[str]) -> float | None:
+            for text in texts:
+                found = re.search(pattern, text)
+                if found:
+                    return float(found.group(1))
+            return None
+
+        g = dict(self.GUESS)
+        span = find(r"radial span \(bolt circle - bore\)/2 = ([\d.]+) mm", replies)
+        bcd = find(r"on the ([\d.]+) mm bolt circle", replies)
+        pitch = find(r"bolt pitch ([\d.]+) mm", replies)
+        rim = find(r"edge distance ([\d.]+) mm", replies)
+        load = find(r"overloaded: ([\d.]+) kN", replies)
+        stress = find(r'"bolt_stress_mpa": ([\d.]+)', replies[3:4])
+        budget = find(r"budget is \$([\d.]+)", [prompt])
+        if bcd is None and pitch is not None:
+            bcd = pitch * 32 / math.pi
+        if bcd is not None:
+            g["bcd"] = bcd
+            if span is not None:
+                g["bore_d"] = bcd - 2 * span
+            if rim is not None:
+                g["outer_d"] = bcd + 2 * rim
+        if load is not None:
+            g["load_kn"] = load
+        elif stress is not None:
+            g["load_kn"] = stress * 4 * sim.BOLTS[10].stress_area / 1000
+        if budget is not None:
+            g["budget"] = budget
+        geom = sim.Geometry(g["outer_d"], g["bore_d"], g["bcd"], g["load_kn"] * 1000)
+        best: tuple[float, sim.Design] | None = None
+        try:
+            patterns = sim.valid_patterns(geom)
+        except sim.DesignError:
+            patterns = []
+        for n, d in patterns:
+            lo, hi = sim.MIN_THICKNESS_MM, geom.a - geom.b
+            if sim.cost(geom, sim.Design(lo, self.material, n, d)).total > g["budget"]:
+                continue
+            for _ in range(30):
+                mid = (lo + hi) / 2
+                if sim.cost(geom, sim.Design(mid, self.material, n, d)).total <= g["budget"]:
+                    lo = mid
+                else:
+                    hi = mid
+            design = sim.Design(math.floor(lo * 10) / 10, self.material, n, d)
+            disp = sim.analyze(geom, design).max_displacement
+            if best is None or disp < best[0]:
+                best = (disp, design)
+        des = best[1] if best else sim.Design(20.0, self.material, 8, 16)
+        return _call(
+            "submit_design", _design(des.thickness, des.material, des.n_bolts, des.bolt_d), 99
+        )
+
+
+def _blind(instance: Instance) -> typing.Any:
+    """The task's blind policy, given the instance as the adversarial check does."""
+    assert SPEC.blind_policy is not None
+    return SPEC.blind_policy(instance.model_copy(update={"hidden": {}}))
+
+
+def _play(factory: typing.Callable[[Instance], typing.Any], difficulty: str) -> tuple[float, float]:
+    totals, wins = [], []
+    for inst in _seeded(difficulty):
+        policy = factory(inst)
+        ep = episode_for(inst)
+        while not ep.done:
+            ep.step(policy.next_turn(ep.messages))
+        totals.append(ep.reward().total)
+        wins.append(ep.reward().success)
+    return statistics.fmean(totals), statistics.fmean(wins)
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("material", ["steel_A36", "aluminium_6061", "ductile_iron"])
+def test_probe_then_stiffest_affordable_earns_nothing(material: str, difficulty: str) -> None:
+    """v2: 0.44/0.58/0.74 (steel A36), 0.51/0.59/0.69 (aluminium) on easy/medium/hard."""
+    mean, success = _play(lambda inst: ProbeThenStiffest(inst, material), difficulty)
+    assert mean <= LAZY_LIMIT and success <= 0.05, (mean, success)
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_blind_policy_earns_nothing(difficulty: str) -> None:
+    mean, success = _play(_blind, difficulty)
+    assert mean <= LAZY_LIMIT and success <= 0.05, (mean, success)
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_expert_solves_every_seed(difficulty: str) -> None:
+    mean, success = _play(SPEC.expert, difficulty)
+    assert mean >= SPEC.solved_threshold and success == 1.0
+
+
+def test_blind_policy_is_the_best_constant_over_the_prior() -> None:
+    inst = _instance(0, "easy")
+    policy = _blind(inst)
+    ep = episode_for(inst)
+    while not ep.done:
+        ep.step(policy.next_turn(ep.messages))
+    assert [c.name for c in ep.tool_calls] == ["analyze", "cost", "submit_design"]
+    # the same design on every drawing: there is nothing instance-specific to read
+    other = _blind(_instance(5, "easy"))
+    assert other.design == policy.design
+    assert 0.0 < policy.share < 0.2

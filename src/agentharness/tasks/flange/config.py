@@ -30,10 +30,11 @@ class FlangeConfig(BaseModel):
         "cheapest if every catalogue material were allowed.",
     )
     budget_slack: float = Field(
-        0.3,
+        0.08,
         ge=0.01,
         le=2.0,
-        description="Budget above the cheapest feasible design's cost, as a fraction of it.",
+        description="The drawing's cost limit above the cheapest feasible design's cost, as a "
+        "fraction of it.",
     )
     load_as_pressure: bool = Field(
         False,
@@ -54,31 +55,35 @@ class FlangeConfig(BaseModel):
         return self
 
 
+# Harder presets permit more materials to compare, give the load as a pressure and
+# narrow the cost margin over the cheapest feasible design (12% -> 8% -> 4%). Every
+# preset spans a wide range of sizes: a single design that fits many drawings would
+# score without reading any (v2's narrow easy range let one design fit 1 in 8).
 DIFFICULTIES: dict[str, dict[str, Any]] = {
     "easy": {
-        "bore_min_mm": 80.0,
-        "bore_max_mm": 160.0,
-        "n_permitted": 2,
+        "bore_min_mm": 50.0,
+        "bore_max_mm": 300.0,
+        "n_permitted": 1,
         "exclude_unconstrained_best": 0.5,
-        "budget_slack": 0.3,
+        "budget_slack": 0.12,
         "load_as_pressure": False,
         "free_tool_calls": 10,
     },
     "medium": {
-        "bore_min_mm": 60.0,
-        "bore_max_mm": 240.0,
-        "n_permitted": 3,
+        "bore_min_mm": 50.0,
+        "bore_max_mm": 300.0,
+        "n_permitted": 2,
         "exclude_unconstrained_best": 0.7,
-        "budget_slack": 0.12,
+        "budget_slack": 0.08,
         "load_as_pressure": False,
         "free_tool_calls": 8,
     },
     "hard": {
         "bore_min_mm": 50.0,
         "bore_max_mm": 320.0,
-        "n_permitted": 4,
+        "n_permitted": 3,
         "exclude_unconstrained_best": 0.8,
-        "budget_slack": 0.05,
+        "budget_slack": 0.04,
         "load_as_pressure": True,
         "free_tool_calls": 6,
     },

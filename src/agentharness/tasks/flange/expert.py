@@ -1,9 +1,10 @@
-"""A privileged scripted solver that works through the tools like a design engineer.
+"""The privileged expert, and the strongest policy without the drawing (``blind_policy``).
 
-It reads the drawing's numbers from ``instance.hidden`` (it cannot see images), takes
-the cheapest design meeting the limit over the permitted materials and valid bolt
-patterns (the generator's search, :func:`~agentharness.tasks.flange.simulator.cheapest_design`),
-checks it with ``analyze`` and ``cost`` and submits it.
+The expert reads the drawing's numbers from ``instance.hidden`` (it cannot see images),
+takes the cheapest design meeting the limit and the stress allowable over the permitted
+materials and valid bolt patterns (the generator's search,
+:func:`~agentharness.tasks.flange.simulator.cheapest_design`), checks it with ``analyze``
+and ``cost`` on the dimensions and load it read, and submits it.
 
 The stage is read from which of its own calls already have results in the conversation,
 so random calls interleaved by a ``noisy`` agent do not derail it.
@@ -12,31 +13,70 @@ so random calls interleaved by a ``noisy`` agent do not derail it.
 from __future__ import annotations
 
 import json
+import statistics
+from functools import lru_cache
 from typing import Any
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
-from agentharness.tasks.flange.generator import geometry_of
-from agentharness.tasks.flange.simulator import MATERIALS, valid_patterns
+from agentharness.tasks.flange.config import FlangeConfig
+from agentharness.tasks.flange.generator import FlangeGenerator, design_of, geometry_of
+from agentharness.tasks.flange.simulator import (
+    BOLTS,
+    MATERIALS,
+    DesignError,
+    Geometry,
+    analyze,
+    cost,
+    valid_patterns,
+)
 
 ANALYZE_ID = "flange_analyze"
 COST_ID = "flange_cost"
 SUBMIT_ID = "flange_submit"
 
 
-class FlangeExpert:
+def reading_args(geom: Geometry) -> dict[str, Any]:
+    """The drawing data as the analyze/cost tools take it."""
+    return {
+        "outer_diameter": geom.outer_d,
+        "bore_diameter": geom.bore_d,
+        "bolt_circle_diameter": geom.bcd,
+        "load_kn": round(geom.load_n / 1000.0, 3),
+    }
+
+
+class _Staged:
+    """Analyze, cost, submit: each stage once it has a successful result of the last."""
+
+    def __init__(self, design: dict[str, Any], reading: dict[str, Any]) -> None:
+        self.design = design
+        self.reading = reading
+        self.n = 0
+
+    def _call(self, text: str | None, call_id: str, name: str) -> Message:
+        self.n += 1
+        args = self.design if name == "submit_design" else {**self.design, **self.reading}
+        return assistant(text, tool_calls=[ToolCall.make(f"{call_id}_{self.n}", name, args)])
+
+    @staticmethod
+    def _stages(messages: list[Message]) -> dict[str, bool]:
+        done: dict[str, bool] = {}
+        for m in messages:
+            if m.role == "tool" and m.tool_call_id:
+                stage = m.tool_call_id.rsplit("_", 1)[0]
+                ok = not m.text.startswith("Error")
+                done[stage] = done.get(stage, False) or ok
+        return done
+
+
+class FlangeExpert(_Staged):
     """Analyze, cost and submit the cheapest feasible design."""
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
         self.solution: dict[str, Any] = dict(instance.hidden["solution"])
-        self.n = 0
-
-    def _call(self, text: str | None, call_id: str, name: str) -> Message:
-        self.n += 1
-        return assistant(
-            text, tool_calls=[ToolCall.make(f"{call_id}_{self.n}", name, self.solution)]
-        )
+        super().__init__(self.solution, reading_args(geometry_of(instance)))
 
     def _reading(self) -> str:
         h = self.instance.hidden
@@ -55,29 +95,136 @@ class FlangeExpert:
         return (
             f"From drawing {d['number']}: outer diameter {d['outer_d']:g} mm, bolt circle "
             f"{d['bcd']:g} mm, bore {d['bore_d']:g} mm; {load}; displacement limit "
-            f"{d['limit_mm']:g} mm (note 4); permitted materials: {labels}. The edge distances "
-            f"allow bolt sizes M{', M'.join(str(x) for x in sizes)}. For each permitted material "
-            "and valid bolt pattern I take the thinnest plate meeting the limit and cost it; the "
-            f"cheapest is t = {s['thickness']:g} mm {s['material']} with {s['n_bolts']} x "
-            f"M{s['bolt_diameter']}. Let me verify it."
+            f"{d['limit_mm']:g} mm (note 4); unit cost limit ${d['budget_usd']:.2f} (note 5); "
+            f"permitted materials: {labels}. The edge distances allow bolt sizes "
+            f"M{', M'.join(str(x) for x in sizes)}. For each permitted material and valid bolt "
+            "pattern I take the thinnest plate meeting the limit and the stress allowable and "
+            f"cost it; the cheapest is t = {s['thickness']:g} mm {s['material']} with "
+            f"{s['n_bolts']} x M{s['bolt_diameter']}. Let me verify it."
         )
 
     def next_turn(self, messages: list[Message]) -> Message:
-        done: dict[str, bool] = {}
-        for m in messages:
-            if m.role == "tool" and m.tool_call_id:
-                stage = m.tool_call_id.rsplit("_", 1)[0]
-                ok = not m.text.startswith("Error")
-                done[stage] = done.get(stage, False) or ok
+        done = self._stages(messages)
         if not done.get(ANALYZE_ID):
             return self._call(self._reading(), ANALYZE_ID, "analyze")
         if not done.get(COST_ID):
             return self._call(
-                "The displacement check passes. Now the cost against the budget.", COST_ID, "cost"
+                "The displacement and stress checks pass. Now the cost against the drawing's "
+                "limit.",
+                COST_ID,
+                "cost",
             )
         return self._call(
-            "Both the displacement limit and the budget are met with a permitted material. "
-            f"Submitting {json.dumps(self.solution)}.",
+            "The displacement limit, the stress allowable and the cost limit are met with a "
+            f"permitted material. Submitting {json.dumps(self.solution)}.",
+            SUBMIT_ID,
+            "submit_design",
+        )
+
+
+# -- blind: the strongest policy without the drawing -------------------------------------
+
+PRIOR_SEEDS = range(7_000_000, 7_000_040)  # never evaluated by tests or the check
+_THICKNESSES = (6.0, 8.0, 10.0, 12.0, 15.0, 18.0, 22.0, 26.0, 30.0, 36.0, 42.0, 50.0)
+
+
+def _conforms(problem_hidden: dict[str, Any], design: dict[str, Any]) -> bool:
+    """Whether ``design`` meets every requirement of a sampled drawing."""
+    if design["material"] not in problem_hidden["permitted"]:
+        return False
+    d = problem_hidden["drawing"]
+    geom = Geometry(
+        outer_d=float(d["outer_d"]),
+        bore_d=float(d["bore_d"]),
+        bcd=float(d["bcd"]),
+        load_n=float(problem_hidden["load_n"]),
+    )
+    try:
+        des = design_of(design)
+        result = analyze(geom, des)
+        total = cost(geom, des).total
+    except DesignError:
+        return False
+    return (
+        result.max_displacement <= problem_hidden["limit_mm"]
+        and result.stress_ok
+        and total <= problem_hidden["budget_usd"]
+    )
+
+
+@lru_cache(maxsize=16)
+def prior_design(config_json: str) -> tuple[str, float, dict[str, float]]:
+    """The single design that conforms to the most drawings sampled from the generator.
+
+    Returns the design (JSON), the share of sampled drawings it conforms to, and the
+    median drawing data (what a guess of the unseen drawing would pass to the tools).
+    Candidates: every sampled drawing's cheapest design, and a grid of materials, bolt
+    patterns and thicknesses.
+    """
+    config = FlangeConfig.model_validate_json(config_json)
+    gen = FlangeGenerator()
+    hidden = [gen.generate(config, seed).hidden for seed in PRIOR_SEEDS]
+    candidates = [dict(h["solution"]) for h in hidden]
+    patterns = sorted({(s["n_bolts"], s["bolt_diameter"]) for s in candidates})
+    for material in MATERIALS:
+        for n, d in patterns:
+            for t in _THICKNESSES:
+                candidates.append(
+                    {"thickness": t, "material": material, "n_bolts": n, "bolt_diameter": d}
+                )
+    scored = [
+        (sum(_conforms(h, c) for h in hidden) / len(hidden), i) for i, c in enumerate(candidates)
+    ]
+    share, best = max(scored)
+    median = {
+        key: statistics.median(float(h["drawing"][key]) for h in hidden)
+        for key in ("outer_d", "bore_d", "bcd")
+    }
+    median["load_kn"] = statistics.median(h["load_n"] / 1000.0 for h in hidden)
+    return json.dumps(candidates[best]), share, median
+
+
+class FlangeBlind(_Staged):
+    """The strongest policy I can write without the drawing (the ``blind_policy``).
+
+    The text holds nothing instance-specific but the drawing number, and the tools only
+    compute on the numbers passed in, so there is nothing to probe: it submits the one
+    design that conforms to the most drawings sampled from the generator (the best
+    constant answer over the prior), after the analyze and cost an engineer would run on
+    a median drawing. Against v2 the same slot held the real attack: read the radial
+    span, bolt circle, rim and load out of the tools' error messages and
+    ``bolt_stress_mpa``, then submit the stiffest design of one material within the
+    budget the text gave.
+    """
+
+    def __init__(self, instance: Instance) -> None:
+        config = FlangeConfig.model_validate(instance.config)
+        design_json, self.share, median = prior_design(config.model_dump_json())
+        design = json.loads(design_json)
+        if design["bolt_diameter"] not in BOLTS:  # pragma: no cover - candidates are valid
+            design["bolt_diameter"] = 16
+        reading = {
+            "outer_diameter": median["outer_d"],
+            "bore_diameter": median["bore_d"],
+            "bolt_circle_diameter": median["bcd"],
+            "load_kn": round(median["load_kn"], 3),
+        }
+        super().__init__(design, reading)
+
+    def next_turn(self, messages: list[Message]) -> Message:
+        done = self._stages(messages)
+        if not done.get(ANALYZE_ID) and self.n == 0:
+            return self._call(
+                "I cannot read the drawing; I assume a typical flange and check the design "
+                "that fits the most drawings of this kind.",
+                ANALYZE_ID,
+                "analyze",
+            )
+        if not done.get(COST_ID) and self.n == 1:
+            return self._call(None, COST_ID, "cost")
+        return self._call(
+            f"Submitting {json.dumps(self.design)} (it fits about {100 * self.share:.0f}% of "
+            "sampled drawings).",
             SUBMIT_ID,
             "submit_design",
         )

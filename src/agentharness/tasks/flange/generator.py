@@ -1,9 +1,10 @@
 """Layer 1: draw a flange problem around a cheapest feasible design, and its prompt.
 
-The instance-specific data — the diameters, the load, the displacement limit and the
-permitted materials — live in ``hidden["drawing"]`` and reach the agent only as the
-rendered engineering drawing. The text carries the catalogue (materials, bolts), the
-rules, the cost model and the budget.
+Every instance-specific number — the diameters, the load, the displacement limit, the
+cost limit and the permitted materials — lives in ``hidden["drawing"]`` and reaches the
+agent only as the rendered engineering drawing. The text is the same for every
+instance but the drawing number: the catalogue (materials with their yield stress,
+bolts), the rules, the cost model and the tools.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from agentharness.tasks.flange.simulator import (
     MIN_THICKNESS_MM,
     OUTER_EDGE_FACTOR,
     SETUP,
+    STRESS_SAFETY_FACTOR,
     TURN_RATE,
     Design,
     DesignError,
@@ -86,7 +88,7 @@ class FlangeGenerator:
     """Samples the drawing, a displacement limit and a budget with a known feasible design."""
 
     def generate(self, config: FlangeConfig, seed: int) -> Problem:
-        rng = random.Random(f"flange-v1:{seed}")  # v2 changed only the tools' feedback
+        rng = random.Random(f"flange-v3:{seed}")
         for _ in range(MAX_ATTEMPTS):
             problem = self._attempt(config, rng, seed)
             if problem is not None:
@@ -137,11 +139,12 @@ class FlangeGenerator:
         budget = float(math.ceil(best_cost * (1.0 + config.budget_slack)))
         check = analyze(geom, solution)  # verify the construction
         check_cost = cost(geom, solution).total
-        if check.max_displacement > limit or check_cost > budget:
+        if check.max_displacement > limit or not check.stress_ok or check_cost > budget:
             return None
 
         drawing = {
-            "number": f"FL-{seed % 10000:04d}-{rng.randrange(100):02d}",
+            # Not derived from the seed: the number must not identify the instance.
+            "number": f"FL-{rng.randrange(10000):04d}-{rng.randrange(100):02d}",
             "outer_d": outer,
             "bore_d": bore,
             "bcd": bcd,
@@ -149,6 +152,7 @@ class FlangeGenerator:
             "pressure_mpa": pressure,
             "load_as_pressure": config.load_as_pressure,
             "limit_mm": limit,
+            "budget_usd": budget,
             "permitted": permitted,
         }
         hidden = {
@@ -159,22 +163,23 @@ class FlangeGenerator:
             "permitted": permitted,
             "solution": design_args(solution),
             "solution_displacement_mm": check.max_displacement,
+            "solution_stress_mpa": check.plate_stress,
             "solution_cost_usd": check_cost,
         }
-        public = {"drawing_number": drawing["number"], "budget_usd": budget}
+        public = {"drawing_number": drawing["number"]}
         return Problem(public=public, hidden=hidden)
 
     def prompt(self, instance: Instance) -> list[Message]:
         from agentharness.tasks.flange.render import drawing_png
 
         png = drawing_png(instance.hidden["drawing"])
-        budget = instance.public["budget_usd"]
         number = instance.public["drawing_number"]
         return [
             system(SYSTEM_PROMPT),
             user(
-                f"Design the flange of drawing {number} (attached). The purchasing budget is "
-                f"${budget:.2f} per flange, bolts included.\n\n" + catalogue_text(),
+                f"Design the flange of drawing {number} (attached). The drawing gives the "
+                "dimensions, the load, the displacement limit (note 4), the unit cost limit "
+                "(note 5) and the permitted materials (note 2).\n\n" + catalogue_text(),
                 images=[png],
             ),
         ]
@@ -184,31 +189,38 @@ SYSTEM_PROMPT = (
     "You are a mechanical design engineer. You receive an engineering drawing of a flat "
     "bolted flange. The drawing fixes the outer diameter, the bore diameter, the bolt-circle "
     "diameter, the axial load pulling on the bore (or the design pressure acting on the "
-    "bore area, F = p * pi * bore^2 / 4), the allowed axial displacement of the bore edge "
-    "and which materials are permitted. You choose the plate thickness (mm), the material, "
-    "the number of bolts and the bolt size so that the maximum displacement is at or below "
-    "the drawing's limit and the cost is at or below the budget.\n\n"
-    "Tools:\n"
-    "- analyze(thickness, material, n_bolts, bolt_diameter): maximum displacement and a "
-    "breakdown (plate bending, transverse shear, bolt stretch); compare it with the "
-    "drawing's limit.\n"
-    "- cost(thickness, material, n_bolts, bolt_diameter): cost breakdown, total, budget "
-    "and margin.\n"
+    "bore area, F = p * pi * bore^2 / 4), the allowed axial displacement of the bore edge, "
+    "the unit cost limit and which materials are permitted. You choose the plate thickness "
+    "(mm), the material, the number of bolts and the bolt size so that the maximum "
+    "displacement is at or below the drawing's limit, the peak plate bending stress is at "
+    "or below the material's allowable stress, and the cost is at or below the drawing's "
+    "cost limit.\n\n"
+    "Tools (a calculator: they compute with the dimensions and load you read from the "
+    "drawing and pass in, and do not see the drawing themselves):\n"
+    "- analyze(thickness, material, n_bolts, bolt_diameter, outer_diameter, bore_diameter, "
+    "bolt_circle_diameter, load_kn): maximum displacement with a breakdown (plate bending, "
+    "transverse shear, bolt stretch), the peak plate bending stress against the material's "
+    "allowable, and the bolt stress; compare the displacement with the drawing's limit.\n"
+    "- cost(same arguments): cost breakdown and total; compare it with the drawing's cost "
+    "limit.\n"
     "- submit_design(thickness, material, n_bolts, bolt_diameter): your final answer; it "
-    "ends the episode and is re-analyzed.\n"
+    "ends the episode and is verified against the drawing itself.\n"
     "A design that breaks a design rule is rejected with a message saying which rule. "
-    "Only materials listed on the drawing are permitted. Full credit needs both the "
-    "displacement limit and the budget met with a permitted material; fewer analyze/cost "
-    "calls score slightly better."
+    "Scoring: the submitted design earns credit only if it meets every requirement of the "
+    "drawing (design rules, displacement, stress, cost limit, a permitted material); then "
+    "a cost close to the cheapest feasible design and few analyze/cost calls score "
+    "slightly better."
 )
 
 
 def catalogue_text() -> str:
-    lines = ["Material catalogue (name: E GPa, Poisson, density kg/m3, $/kg, machinability):"]
+    lines = [
+        "Material catalogue (name: E GPa, Poisson, density kg/m3, $/kg, machinability, yield MPa):"
+    ]
     for m in MATERIALS.values():
         lines.append(
             f"- {m.name} ({m.label.lower()}): {m.e_gpa:g}, {m.nu:g}, {m.density:g}, "
-            f"{m.price_per_kg:.2f}, {m.machinability:g}"
+            f"{m.price_per_kg:.2f}, {m.machinability:g}, {m.yield_mpa:g}"
         )
     lines.append("Bolts, metric grade 8.8 (size: stress area mm2, clearance hole mm, $ per set):")
     lines.append(
@@ -224,6 +236,11 @@ def catalogue_text() -> str:
         f"{INNER_EDGE_FACTOR:g} x hole; bolt stress F/(n*stress area) <= "
         f"{BOLT_ALLOWABLE_MPA:g} MPa; thickness from {MIN_THICKNESS_MM:g} mm up to the radial "
         "span (BCD - bore)/2."
+    )
+    lines.append(
+        "Strength: the peak plate bending stress (6 M / t^2, the larger of the tangential "
+        "moment at the bore and the radial moment at the bolt circle) must not exceed the "
+        f"material's yield / {STRESS_SAFETY_FACTOR:g}; a thicker plate lowers it."
     )
     lines.append(
         "Cost model (dollars; m = machinability): material = pi/4*OD^2*t*density*price; "

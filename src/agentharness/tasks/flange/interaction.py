@@ -26,11 +26,13 @@ class FlangeInteraction(Interaction):
         base = "You did not call a tool, so nothing happened. "
         if not isinstance(world, FlangeWorld) or not world.history:
             return base + (
-                "Read the drawing (diameters, load, displacement limit in note 4, permitted "
-                "materials in note 2), pick a candidate thickness, material, bolt count and bolt "
-                "size, check it with analyze(...) and cost(...), and finish with "
+                "Read the drawing (diameters, load, displacement limit in note 4, unit cost "
+                "limit in note 5, permitted materials in note 2), pick a candidate thickness, "
+                "material, bolt count and bolt size, check it with analyze(...) and cost(...) "
+                "on the drawing's dimensions and load, and finish with "
                 "submit_design(thickness, material, n_bolts, bolt_diameter)."
             )
+        # Only what the agent's own calls returned: the drawing's limits stay on the drawing.
         last_disp = next((h for h in reversed(world.history) if "displacement" in h), None)
         last_cost = next((h for h in reversed(world.history) if "cost" in h), None)
         parts = []
@@ -40,10 +42,8 @@ class FlangeInteraction(Interaction):
                 f"{last_disp['displacement']:.4g} mm (the drawing's note 4 gives the limit)"
             )
         if last_cost is not None:
-            state = "is within" if last_cost["within_budget"] else "exceeds"
             parts.append(
-                f"your last costed design {state} the budget "
-                f"(${last_cost['cost']:.2f} vs ${world.budget:.2f})"
+                f"your last costed design costs ${last_cost['cost']:.2f} (note 5 gives the limit)"
             )
         summary = "; ".join(parts)
         return (

@@ -1,7 +1,7 @@
 """Pillow rendering of the flange's engineering drawing.
 
 The drawing is the only place the agent sees the instance's dimensions, load,
-displacement limit and permitted materials: a front view with diameter callouts, a
+displacement limit, cost limit and permitted materials: a front view with diameter callouts, a
 section view with the load arrows and the (to-be-designed) thickness, notes and a title
 block. Views are drawn to scale; the printed numbers are authoritative.
 """
@@ -271,14 +271,25 @@ def render_drawing(drawing: dict[str, Any]) -> Image.Image:
         )
     else:
         load_note = f"3. DESIGN LOAD F = {drawing['load_kn']:g} kN AXIAL, APPLIED ON THE BORE EDGE."
+    # v3 drawings carry the cost limit (v2 gave the budget in the prompt's text).
+    cost_note = (
+        [
+            f"5. UNIT COST LIMIT ${float(drawing['budget_usd']):.2f} PER FLANGE (MATERIAL, "
+            "MACHINING, DRILLING AND BOLT SETS)."
+        ]
+        if "budget_usd" in drawing
+        else []
+    )
     notes = [
         "NOTES:",
         "1. ALL DIMENSIONS IN mm. VIEWS TO SCALE; DIMENSIONS GOVERN.",
         "2. MATERIAL (ONE OF): " + "; ".join(names) + ".",
         load_note,
         f"4. MAX AXIAL DISPLACEMENT OF BORE EDGE UNDER DESIGN LOAD: {drawing['limit_mm']:g} mm.",
-        "5. BOLTS METRIC GRADE 8.8 ON B.C.; QUANTITY, SIZE AND THICKNESS t TO BE DESIGNED.",
-        "6. BREAK SHARP EDGES 0.5 x 45 DEG. FACE FINISH Ra 3.2.",
+        *cost_note,
+        f"{6 if cost_note else 5}. BOLTS METRIC GRADE 8.8 ON B.C.; QUANTITY, SIZE AND THICKNESS "
+        "t TO BE DESIGNED.",
+        f"{7 if cost_note else 6}. BREAK SHARP EDGES 0.5 x 45 DEG. FACE FINISH Ra 3.2.",
     ]
     size = 16
     lines: list[str] = []

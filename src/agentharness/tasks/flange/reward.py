@@ -1,4 +1,13 @@
-"""Layer 4: re-analyze and re-cost the submitted flange and score it."""
+"""Layer 4: verify the submitted flange against the drawing; credit only a conforming one.
+
+v2 paid partial credit per constraint (displacement, cost, material), so a design that
+met one constraint and missed the other by far still earned 0.3-0.6, and the stiffest
+affordable design of one material earned 0.48-0.72 without the drawing. v3 gates: the
+design earns nothing unless it meets every requirement of the drawing — the design
+rules on its real geometry, the displacement limit, the plate stress allowable, the cost
+limit and a permitted material. A conforming design earns 0.8, plus up to 0.1 for a
+cost close to the cheapest feasible design's and 0.1 for few analyze/cost calls.
+"""
 
 from __future__ import annotations
 
@@ -10,17 +19,16 @@ from agentharness.tasks.flange.generator import design_of, geometry_of
 from agentharness.tasks.flange.simulator import DesignError, analyze, cost
 from agentharness.tasks.flange.tools import FlangeWorld
 
-# Partial credit for a missed constraint fades to zero at this relative excess.
-PARTIAL_SPAN = 0.5
-NON_PERMITTED_GATE = 0.5
+CONFORMING = 0.8  # what a design meeting every requirement earns before the bonuses
 
 
-def constraint_score(value: float, limit: float) -> float:
-    """1 when ``value <= limit``; otherwise at most 0.5, falling to 0 at +PARTIAL_SPAN excess."""
-    if value <= limit:
+def economy(total: float, reference: float, budget: float) -> float:
+    """1 at or below the reference (cheapest feasible) cost, 0 at the cost limit."""
+    if total <= reference:
         return 1.0
-    excess = value / limit - 1.0
-    return 0.5 * max(0.0, 1.0 - excess / PARTIAL_SPAN)
+    if budget <= reference:
+        return 0.0
+    return max(0.0, 1.0 - (total - reference) / (budget - reference))
 
 
 def efficiency(checks: int, free: int) -> float:
@@ -31,70 +39,85 @@ def efficiency(checks: int, free: int) -> float:
 
 
 def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
-    """Displacement and cost constraints (partial by margin), material, success, efficiency.
+    """0 unless the design meets every requirement; then 0.8 + economy + efficiency.
 
-    The submitted design is re-analyzed and re-costed here; nothing the agent claimed is
-    trusted. No submission (or a design breaking a rule) scores 0; a material the drawing
-    does not permit halves the total.
+    The submitted design is re-analyzed and re-costed on the drawing's own geometry;
+    nothing the agent or the tools reported is trusted.
     """
     answer = world.final_answer
     if answer is None:
         return Reward.zero("no design submitted")
     try:
         design = design_of(answer)
-        geom = geometry_of(instance)
-        disp = analyze(geom, design).max_displacement
+    except (KeyError, TypeError, ValueError) as e:
+        return Reward.zero(f"submitted design is malformed: {e}")
+    geom = geometry_of(instance)
+    try:
+        result = analyze(geom, design)
         total = cost(geom, design).total
-    except (DesignError, KeyError, TypeError, ValueError) as e:
-        return Reward.zero(f"submitted design is invalid: {e}")
+    except DesignError as e:
+        return _fails([f"the design breaks a rule on the drawing's geometry: {e}"])
     limit = float(instance.hidden["limit_mm"])
     budget = float(instance.hidden["budget_usd"])
+    reference = float(instance.hidden.get("solution_cost_usd", budget))
     permitted = list(instance.hidden["permitted"])
-    disp_ok, cost_ok = disp <= limit, total <= budget
-    mat_ok = design.material in permitted
-    success = disp_ok and cost_ok and mat_ok
-    checks = world.checks if isinstance(world, FlangeWorld) else 0
-    free = int(instance.config.get("free_tool_calls", 8))
-    eff = efficiency(checks, free) if success else 0.0
-    components = [
-        RewardComponent(
-            name="displacement",
-            value=constraint_score(disp, limit),
-            weight=0.3,
-            detail=f"{disp:.4g} mm vs limit {limit:g} mm",
+    disp = result.max_displacement
+    checks = {
+        "displacement": (disp <= limit, f"{disp:.4g} mm vs limit {limit:g} mm"),
+        "stress": (
+            result.stress_ok,
+            f"peak plate stress {result.plate_stress:.0f} MPa vs allowable "
+            f"{result.allowable_stress:.0f} MPa",
         ),
-        RewardComponent(
-            name="cost",
-            value=constraint_score(total, budget),
-            weight=0.3,
-            detail=f"${total:.2f} vs budget ${budget:.2f}",
-        ),
-        RewardComponent(
-            name="material",
-            value=float(mat_ok),
-            weight=0.1,
-            detail=f"{design.material} {'is' if mat_ok else 'is NOT'} permitted "
+        "cost": (total <= budget, f"${total:.2f} vs limit ${budget:.2f}"),
+        "material": (
+            design.material in permitted,
+            f"{design.material} {'is' if design.material in permitted else 'is NOT'} permitted "
             f"({', '.join(permitted)})",
         ),
+    }
+    missed = [f"{name} ({detail})" for name, (ok, detail) in checks.items() if not ok]
+    requirements = [
+        RewardComponent(name=name, value=float(ok), weight=0.0, detail=detail)
+        for name, (ok, detail) in checks.items()
+    ]
+    if missed:
+        return _fails(missed, requirements)
+    n_checks = world.checks if isinstance(world, FlangeWorld) else 0
+    free = int(instance.config.get("free_tool_calls", 8))
+    econ = economy(total, reference, budget)
+    eff = efficiency(n_checks, free)
+    components = [
+        *requirements,
         RewardComponent(
-            name="outcome",
-            value=float(success),
-            weight=0.2,
-            detail="all requirements met" if success else "not all requirements met",
+            name="conforming",
+            value=1.0,
+            weight=CONFORMING,
+            detail="meets every requirement of the drawing",
+        ),
+        RewardComponent(
+            name="economy",
+            value=econ,
+            weight=0.1,
+            detail=f"${total:.2f}: 1 at the cheapest feasible ${reference:.2f}, 0 at the limit "
+            f"${budget:.2f}",
         ),
         RewardComponent(
             name="efficiency",
             value=eff,
             weight=0.1,
-            detail=f"{checks} analyze/cost calls ({free} free); counts only on success",
+            detail=f"{n_checks} analyze/cost calls ({free} free)",
         ),
     ]
-    missed = [
-        name
-        for name, ok in (("displacement", disp_ok), ("cost", cost_ok), ("material", mat_ok))
-        if not ok
+    return Reward.from_components(
+        components, success=True, explanation="design meets every requirement of the drawing"
+    )
+
+
+def _fails(missed: list[str], requirements: list[RewardComponent] | None = None) -> Reward:
+    why = "missed: " + "; ".join(missed)
+    components = [
+        *(requirements or []),
+        RewardComponent(name="conforming", value=0.0, weight=CONFORMING, detail=why),
     ]
-    explanation = "design meets every requirement" if success else "missed: " + ", ".join(missed)
-    # A material the drawing does not permit makes the part non-conforming: halve everything.
-    gate = 1.0 if mat_ok else NON_PERMITTED_GATE
-    return Reward.from_components(components, success=success, explanation=explanation, gate=gate)
+    return Reward.from_components(components, success=False, explanation=why, gate=0.0)

@@ -57,6 +57,14 @@ Design rules (violations raise :class:`DesignError`)
 * ``t`` between :data:`MIN_THICKNESS_MM` and the radial span ``a - b`` (beyond that the
   part is a block, not a plate, and the model does not apply).
 
+Strength (a requirement, not a rule: :func:`analyze` reports it)
+-----------------------------------------------------------------
+The peak plate bending stress ``6 M_max / t^2`` (``M_max`` the larger of the tangential
+moment at the bore and the radial moment at the bolt circle) must not exceed the
+material's yield stress over :data:`STRESS_SAFETY_FACTOR`. Thickness is the only
+remedy the plate has, so the cheapest design meets it with
+``t >= max(t_displacement, t_stress)``.
+
 Cost model (US dollars per flange)
 ----------------------------------
 * material: the round blank ``pi/4 outer_d^2 t`` times density times price per kg;
@@ -69,6 +77,7 @@ Cost model (US dollars per flange)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -88,19 +97,26 @@ class Material:
     density: float  # kg/m^3
     price_per_kg: float  # $/kg of blank
     machinability: float  # machining cost multiplier, steel A36 = 1
+    yield_mpa: float  # 0.2% proof / yield stress
+
+    @property
+    def allowable_mpa(self) -> float:
+        """Allowed peak plate bending stress: yield over :data:`STRESS_SAFETY_FACTOR`."""
+        return self.yield_mpa / STRESS_SAFETY_FACTOR
 
 
-# Handbook values (ASM / MatWeb typical); prices are indicative 2020s bar/plate prices.
+# Handbook values (ASM / MatWeb typical: 4140 annealed, C954 as cast); prices are
+# indicative 2020s bar/plate prices.
 MATERIALS: dict[str, Material] = {
     m.name: m
     for m in (
-        Material("steel_A36", "ASTM A36 STEEL", 200.0, 0.26, 7850.0, 1.10, 1.0),
-        Material("stainless_304", "STAINLESS 304", 193.0, 0.29, 8000.0, 4.20, 1.8),
-        Material("aluminium_6061", "ALUMINIUM 6061-T6", 68.9, 0.33, 2700.0, 5.00, 0.7),
-        Material("ductile_iron", "DUCTILE IRON 65-45-12", 169.0, 0.275, 7100.0, 1.60, 0.9),
-        Material("steel_4140", "ALLOY STEEL 4140", 205.0, 0.29, 7850.0, 2.30, 1.3),
-        Material("bronze_C954", "AL-BRONZE C954", 110.0, 0.32, 7450.0, 9.00, 1.1),
-        Material("titanium_Ti6Al4V", "TITANIUM Ti-6Al-4V", 114.0, 0.34, 4430.0, 35.0, 3.5),
+        Material("steel_A36", "ASTM A36 STEEL", 200.0, 0.26, 7850.0, 1.10, 1.0, 250.0),
+        Material("stainless_304", "STAINLESS 304", 193.0, 0.29, 8000.0, 4.20, 1.8, 215.0),
+        Material("aluminium_6061", "ALUMINIUM 6061-T6", 68.9, 0.33, 2700.0, 5.00, 0.7, 276.0),
+        Material("ductile_iron", "DUCTILE IRON 65-45-12", 169.0, 0.275, 7100.0, 1.60, 0.9, 310.0),
+        Material("steel_4140", "ALLOY STEEL 4140", 205.0, 0.29, 7850.0, 2.30, 1.3, 415.0),
+        Material("bronze_C954", "AL-BRONZE C954", 110.0, 0.32, 7450.0, 9.00, 1.1, 205.0),
+        Material("titanium_Ti6Al4V", "TITANIUM Ti-6Al-4V", 114.0, 0.34, 4430.0, 35.0, 3.5, 880.0),
     )
 }
 
@@ -135,6 +151,7 @@ OUTER_EDGE_FACTOR = 1.2
 INNER_EDGE_FACTOR = 1.5
 MIN_BOLTS, MAX_BOLTS = 4, 32
 MIN_THICKNESS_MM = 3.0
+STRESS_SAFETY_FACTOR = 1.5  # allowed plate bending stress = yield / 1.5
 
 SETUP = 20.0  # $ per part
 FACE_RATE = 0.0004  # $/mm^2 faced (both faces)
@@ -187,6 +204,11 @@ class Analysis:
     restraint: float  # 0 = hinged (Roark 1a), 1 = clamped (Roark 1e)
     bolt_stress: float
     plate_stress: float
+    allowable_stress: float  # the material's yield / STRESS_SAFETY_FACTOR
+
+    @property
+    def stress_ok(self) -> bool:
+        return self.plate_stress <= self.allowable_stress
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -219,21 +241,13 @@ def check_geometry(geom: Geometry) -> None:
         raise DesignError("geometry needs bore diameter < bolt circle diameter < outer diameter.")
 
 
-def check_design(geom: Geometry, design: Design) -> None:
-    """Raise :class:`DesignError` naming the broken rule and the fix."""
-    check_geometry(geom)
+def check_parts(design: Design) -> None:
+    """The rules that do not depend on the drawing: thickness floor, catalogue, bolt count."""
     t = design.thickness
     if not isinstance(t, int | float) or not math.isfinite(t):
         raise DesignError(f"thickness must be a finite number in mm, got {t!r}.")
     if t < MIN_THICKNESS_MM:
         raise DesignError(f"thickness {t:g} mm is below the minimum {MIN_THICKNESS_MM:g} mm.")
-    span = geom.a - geom.b
-    if t > span:
-        raise DesignError(
-            f"thickness {t:g} mm exceeds the radial span (bolt circle - bore)/2 = {span:g} mm; "
-            "the part is then a block, not a plate, and the plate model does not apply. "
-            "Use a stiffer material or a stronger bolt pattern instead."
-        )
     if design.material not in MATERIALS:
         raise DesignError(
             f"unknown material '{design.material}'; choose one of {', '.join(MATERIALS)}."
@@ -243,11 +257,24 @@ def check_design(geom: Geometry, design: Design) -> None:
         raise DesignError(
             f"n_bolts must be a multiple of 4 from {MIN_BOLTS} to {MAX_BOLTS}, got {n!r}."
         )
-    bolt = BOLTS.get(design.bolt_d)
-    if bolt is None:
+    if design.bolt_d not in BOLTS:
         raise DesignError(
             f"bolt_diameter {design.bolt_d!r} is not a standard size; use one of "
             f"{', '.join(f'M{d}' for d in BOLTS)} (give the number, e.g. 16)."
+        )
+
+
+def check_design(geom: Geometry, design: Design) -> None:
+    """Raise :class:`DesignError` naming the broken rule and the fix."""
+    check_geometry(geom)
+    check_parts(design)
+    t, n, bolt = design.thickness, design.n_bolts, BOLTS[design.bolt_d]
+    span = geom.a - geom.b
+    if t > span:
+        raise DesignError(
+            f"thickness {t:g} mm exceeds the radial span (bolt circle - bore)/2 = {span:g} mm; "
+            "the part is then a block, not a plate, and the plate model does not apply. "
+            "Use a stiffer material or a stronger bolt pattern instead."
         )
     pitch = math.pi * geom.bcd / n
     if pitch < bolt.hole_d:
@@ -364,7 +391,7 @@ def _analyze_checked(geom: Geometry, design: Design) -> Analysis:
     total = bending + shear + stretch
     if not (math.isfinite(total) and total > 0):
         raise DesignError("the plate model produced no finite displacement for this design.")
-    plate_stress = 6.0 * moment / t**2  # reported for information; no rule limits it
+    plate_stress = 6.0 * moment / t**2  # a requirement (see ``stress_ok``), not a rule
     return Analysis(
         max_displacement=total,
         bending=bending,
@@ -373,6 +400,7 @@ def _analyze_checked(geom: Geometry, design: Design) -> Analysis:
         restraint=min(1.0, max(0.0, restraint)),
         bolt_stress=geom.load_n / (n * bolt.stress_area),
         plate_stress=plate_stress,
+        allowable_stress=mat.allowable_mpa,
     )
 
 
@@ -413,40 +441,39 @@ def valid_patterns(geom: Geometry) -> list[tuple[int, int]]:
     return out
 
 
-def min_thickness(geom: Geometry, material: str, n: int, d: int, limit: float) -> float | None:
-    """Smallest thickness meeting ``max_displacement <= limit`` (bisection), or None."""
-    span = geom.a - geom.b
-    check_design(geom, Design(span, material, n, d))  # every rule but thickness is t-free
+def _threshold_thickness(
+    value: Callable[[float], float], target: float, span: float
+) -> float | None:
+    """Smallest ``t`` in ``[MIN_THICKNESS_MM, span]`` with ``value(t) <= target``, for a
+    ``value`` falling with thickness like a power of it (displacement about 1/t^3, stress
+    about 1/t^2), or None when even ``span`` is not enough.
 
-    def disp(t: float) -> float:
-        return _analyze_checked(geom, Design(t, material, n, d)).max_displacement
-
-    if disp(span) > limit:
+    Newton's method on log(value) vs log(t) with a secant slope converges in a few
+    steps; bisection on the kept bracket is the safety net.
+    """
+    if value(span) > target:
         return None
-    if disp(MIN_THICKNESS_MM) <= limit:
+    if value(MIN_THICKNESS_MM) <= target:
         return MIN_THICKNESS_MM
-    # Displacement falls like a power of t (about 1/t^3; steeper as the rim restraint grows
-    # with t), so Newton's method on log(delta) vs log(t) with a secant slope converges in
-    # a few steps; bisection on the kept bracket is the safety net.
     lo, hi = MIN_THICKNESS_MM, span
     t, prev = min(span, max(MIN_THICKNESS_MM, span / 3)), None
     for _ in range(12):
-        delta = disp(t)
-        if delta <= limit:
+        v = value(t)
+        if v <= target:
             hi = min(hi, t)
-            if delta > limit * (1.0 - 1e-6):
+            if v > target * (1.0 - 1e-6):
                 return t
         else:
             lo = max(lo, t)
         power = 3.0
-        if prev is not None and prev[0] != t and prev[1] != delta:
-            power = max(0.5, math.log(prev[1] / delta) / math.log(t / prev[0]))
-        prev = (t, delta)
-        t_next = t * (delta / limit) ** (1.0 / power)
+        if prev is not None and prev[0] != t and prev[1] != v:
+            power = max(0.5, math.log(prev[1] / v) / math.log(t / prev[0]))
+        prev = (t, v)
+        t_next = t * (v / target) ** (1.0 / power)
         t = t_next if lo < t_next < hi else 0.5 * (lo + hi)
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if disp(mid) <= limit:
+        if value(mid) <= target:
             hi = mid
         else:
             lo = mid
@@ -455,27 +482,71 @@ def min_thickness(geom: Geometry, material: str, n: int, d: int, limit: float) -
     return hi
 
 
+def min_thickness(geom: Geometry, material: str, n: int, d: int, limit: float) -> float | None:
+    """Smallest thickness meeting ``max_displacement <= limit``, or None."""
+    span = geom.a - geom.b
+    check_design(geom, Design(span, material, n, d))  # every rule but thickness is t-free
+
+    def disp(t: float) -> float:
+        return _analyze_checked(geom, Design(t, material, n, d)).max_displacement
+
+    return _threshold_thickness(disp, limit, span)
+
+
+def min_thickness_stress(geom: Geometry, material: str, n: int, d: int) -> float | None:
+    """Smallest thickness whose peak plate stress is within the allowable, or None.
+
+    The stress falls monotonically with thickness (checked over random geometries).
+    """
+    span = geom.a - geom.b
+    check_design(geom, Design(span, material, n, d))
+
+    def stress(t: float) -> float:
+        return _analyze_checked(geom, Design(t, material, n, d)).plate_stress
+
+    return _threshold_thickness(stress, MATERIALS[material].allowable_mpa, span)
+
+
+def meets(geom: Geometry, design: Design, limit: float) -> bool:
+    """Every rule, the displacement limit and the stress allowable (not the budget)."""
+    try:
+        result = analyze(geom, design)
+    except DesignError:
+        return False
+    return result.max_displacement <= limit and result.stress_ok
+
+
 def cheapest_design(
     geom: Geometry, limit: float, materials: list[str], t_step: float = 0.1
 ) -> tuple[Design, float] | None:
-    """The cheapest valid design meeting ``limit``, thickness rounded up to ``t_step``."""
+    """The cheapest valid design meeting ``limit`` and the stress allowable, thickness
+    rounded up to ``t_step``."""
     best: tuple[Design, float] | None = None
-    for n, d in valid_patterns(geom):
-        for m in materials:
-            t = min_thickness(geom, m, n, d, limit)
-            if t is None:
-                continue
-            t = math.ceil(t / t_step - 1e-9) * t_step
-            t = round(t, 4)
-            design = Design(t, m, n, d)
-            try:
-                if analyze(geom, design).max_displacement > limit:
-                    continue
-                c = cost(geom, design).total
-            except DesignError:
-                continue
-            if best is None or c < best[1]:
-                best = (design, c)
+    # Cost grows with thickness, so a candidate's cost at the thickness floor bounds it from
+    # below: try candidates cheapest-floor first and stop once the floor reaches the best.
+    floors = sorted(
+        (cost(geom, Design(MIN_THICKNESS_MM, m, n, d)).total, n, d, m)
+        for n, d in valid_patterns(geom)
+        for m in materials
+    )
+    for floor, n, d, m in floors:
+        if best is not None and floor >= best[1]:
+            break
+        t_disp = min_thickness(geom, m, n, d, limit)
+        t_stress = min_thickness_stress(geom, m, n, d)
+        if t_disp is None or t_stress is None:
+            continue
+        t = math.ceil(max(t_disp, t_stress) / t_step - 1e-9) * t_step
+        t = round(t, 4)
+        design = Design(t, m, n, d)
+        if not meets(geom, design, limit):
+            continue
+        try:
+            c = cost(geom, design).total
+        except DesignError:
+            continue
+        if best is None or c < best[1]:
+            best = (design, c)
     return best
 
 

@@ -1,4 +1,13 @@
-"""Layer 2: the flange world — analyze, cost and the final submit_design tool."""
+"""Layer 2: the flange world — analyze, cost and the final submit_design tool.
+
+``analyze`` and ``cost`` are a calculator: they run the plate and cost models on the
+dimensions and load the agent read from the drawing and passes in, never on the
+drawing's own numbers. A tool that computed with the hidden geometry would give it away:
+v2's error messages quoted the radial span, the bolt circle, the rim and the load, its
+``bolt_stress_mpa`` was the load over a known area, and a few displacements fit the
+documented model's four unknowns. ``submit_design`` checks only the rules that do not
+depend on the drawing; the reward verifies the rest against the drawing itself.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +18,14 @@ from pydantic import Field
 from agentharness.core.instance import Instance
 from agentharness.core.tools import ToolError, ToolResult, World, tool
 from agentharness.tasks.flange.generator import design_of, geometry_of
-from agentharness.tasks.flange.simulator import Analysis, Cost, Design, DesignError
+from agentharness.tasks.flange.simulator import (
+    Analysis,
+    Cost,
+    Design,
+    DesignError,
+    Geometry,
+    check_parts,
+)
 from agentharness.tasks.flange.simulator import analyze as run_analysis
 from agentharness.tasks.flange.simulator import cost as run_cost
 
@@ -26,10 +42,8 @@ MaterialName = Literal[
 BoltSize = Literal[10, 12, 16, 20, 24, 30, 36]
 Thickness = Annotated[float, Field(gt=0, le=500)]
 BoltCount = Annotated[int, Field(ge=4, le=32)]
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:+.1f}%"
+Diameter = Annotated[float, Field(gt=0, le=5000)]
+LoadKn = Annotated[float, Field(gt=0, le=100_000)]
 
 
 def _stiffness_hint(result: Analysis) -> str:
@@ -41,25 +55,31 @@ def _stiffness_hint(result: Analysis) -> str:
     }
     total = sum(value for value, _ in parts.values()) or 1.0
     name, (value, remedy) = max(parts.items(), key=lambda kv: kv[1][0])
+    stress = (
+        "The plate stress is within the allowable."
+        if result.stress_ok
+        else "The plate stress exceeds the allowable: a thicker plate or a stronger material."
+    )
     return (
         f"Compare the displacement with the drawing's limit (note 4). {name.capitalize()} is "
         f"{100 * value / total:.0f}% of it: {remedy} reduces it most; more or larger bolts also "
-        "stiffen the rim restraint."
+        f"stiffen the rim restraint. {stress}"
     )
 
 
 class FlangeWorld(World):
-    """One episode's flange: the drawing's geometry, the budget, and a call log."""
+    """One episode's flange: the drawing (for the reward only) and a call log."""
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
-        self.geometry = geometry_of(instance)
+        self.geometry = geometry_of(instance)  # the drawing's: used by the reward, not the tools
         self.budget = float(instance.hidden["budget_usd"])
         self.checks = 0  # analyze + cost calls (the efficiency component counts them)
         self.history: list[dict[str, Any]] = []
 
     # -- helpers --------------------------------------------------------------------
-    def _design(self, thickness: float, material: str, n_bolts: int, bolt_diameter: int) -> Design:
+    @staticmethod
+    def _design(thickness: float, material: str, n_bolts: int, bolt_diameter: int) -> Design:
         return design_of(
             {
                 "thickness": thickness,
@@ -69,16 +89,32 @@ class FlangeWorld(World):
             }
         )
 
-    def evaluate(self, design: Design) -> tuple[Analysis, Cost]:
-        """Re-run both models (the reward uses this too); DesignError becomes ToolError."""
+    @staticmethod
+    def _reading(outer: float, bore: float, bcd: float, load_kn: float) -> Geometry:
+        return Geometry(outer_d=outer, bore_d=bore, bcd=bcd, load_n=load_kn * 1000.0)
+
+    @staticmethod
+    def run(geom: Geometry, design: Design) -> tuple[Analysis, Cost]:
+        """Both models on ``geom``; a broken rule becomes a ToolError naming it."""
         try:
-            return run_analysis(self.geometry, design), run_cost(self.geometry, design)
+            return run_analysis(geom, design), run_cost(geom, design)
         except DesignError as e:
             raise ToolError(f"design rejected: {e}") from e
+
+    def evaluate(self, design: Design) -> tuple[Analysis, Cost]:
+        """Both models on the drawing's own geometry (the reward's view)."""
+        return self.run(self.geometry, design)
 
     @staticmethod
     def _label(d: Design) -> str:
         return f"t={d.thickness:g} mm, {d.material}, {d.n_bolts} x M{d.bolt_d}"
+
+    @staticmethod
+    def _on(g: Geometry) -> str:
+        return (
+            f"OD {g.outer_d:g}, bore {g.bore_d:g}, B.C. {g.bcd:g} mm, F {g.load_n / 1000:g} kN "
+            "(as you gave them)"
+        )
 
     # -- tools ----------------------------------------------------------------------
     @tool
@@ -88,23 +124,34 @@ class FlangeWorld(World):
         material: MaterialName,
         n_bolts: BoltCount,
         bolt_diameter: BoltSize,
+        outer_diameter: Diameter,
+        bore_diameter: Diameter,
+        bolt_circle_diameter: Diameter,
+        load_kn: LoadKn,
     ) -> dict[str, Any]:
-        """Maximum axial displacement of the bore edge for a design (the drawing gives the limit).
+        """Displacement of the bore edge and plate stress of a design, on the drawing data you give.
 
         Args:
             thickness: plate thickness in mm.
             material: catalogue material name, e.g. "steel_A36".
             n_bolts: number of bolts on the bolt circle (a multiple of 4, 4 to 32).
             bolt_diameter: metric bolt size number, e.g. 16 for M16.
+            outer_diameter: the drawing's outer diameter, mm.
+            bore_diameter: the drawing's bore diameter, mm.
+            bolt_circle_diameter: the drawing's bolt-circle diameter (B.C.), mm.
+            load_kn: the axial load on the bore in kN (from a design pressure p in MPa:
+                p * pi * bore^2 / 4 / 1000).
         """
         design = self._design(thickness, material, n_bolts, bolt_diameter)
+        geom = self._reading(outer_diameter, bore_diameter, bolt_circle_diameter, load_kn)
         self.checks += 1
-        result, _ = self.evaluate(design)
+        result, _ = self.run(geom, design)
         disp = result.max_displacement
         self.history.append({"design": design, "displacement": disp})
-        # The limit is deliberately not repeated here: it is read from the drawing (note 4).
+        # No limit here: it is on the drawing (note 4), and these numbers are the agent's.
         return {
             "design": self._label(design),
+            "on": self._on(geom),
             "max_displacement_mm": round(disp, 5),
             "breakdown_mm": {
                 "plate_bending": round(result.bending, 5),
@@ -112,8 +159,10 @@ class FlangeWorld(World):
                 "bolt_stretch": round(result.bolt_stretch, 5),
             },
             "rim_restraint_0_hinged_1_clamped": round(result.restraint, 3),
+            "peak_plate_stress_mpa": round(result.plate_stress, 1),
+            "allowable_plate_stress_mpa": round(result.allowable_stress, 1),
+            "plate_stress_ok": result.stress_ok,
             "bolt_stress_mpa": round(result.bolt_stress, 1),
-            "peak_plate_bending_stress_mpa": round(result.plate_stress, 1),
             "feedback": _stiffness_hint(result),
         }
 
@@ -124,30 +173,32 @@ class FlangeWorld(World):
         material: MaterialName,
         n_bolts: BoltCount,
         bolt_diameter: BoltSize,
+        outer_diameter: Diameter,
+        bore_diameter: Diameter,
+        bolt_circle_diameter: Diameter,
+        load_kn: LoadKn,
     ) -> dict[str, Any]:
-        """Cost breakdown of a design in dollars, against the budget.
+        """Cost breakdown of a design in dollars, on the drawing data you give.
 
         Args:
             thickness: plate thickness in mm.
             material: catalogue material name, e.g. "steel_A36".
             n_bolts: number of bolts on the bolt circle (a multiple of 4, 4 to 32).
             bolt_diameter: metric bolt size number, e.g. 16 for M16.
+            outer_diameter: the drawing's outer diameter, mm.
+            bore_diameter: the drawing's bore diameter, mm.
+            bolt_circle_diameter: the drawing's bolt-circle diameter (B.C.), mm.
+            load_kn: the axial load on the bore in kN (the bolt rules need it).
         """
         design = self._design(thickness, material, n_bolts, bolt_diameter)
+        geom = self._reading(outer_diameter, bore_diameter, bolt_circle_diameter, load_kn)
         self.checks += 1
-        _, c = self.evaluate(design)
+        _, c = self.run(geom, design)
         total = c.total
-        ok = total <= self.budget
-        self.history.append({"design": design, "cost": total, "within_budget": ok})
-        if ok:
-            hint = f"within budget with ${self.budget - total:.2f} to spare"
-        else:
-            hint = (
-                f"{_pct(total / self.budget - 1)} over budget: a thinner plate, fewer or smaller "
-                "bolts, or a material with a lower price/machinability helps"
-            )
+        self.history.append({"design": design, "cost": total})
         return {
             "design": self._label(design),
+            "on": self._on(geom),
             "breakdown_usd": {
                 "material": round(c.material, 2),
                 "turning": round(c.machining, 2),
@@ -155,11 +206,10 @@ class FlangeWorld(World):
                 "bolts": round(c.bolts, 2),
             },
             "total_usd": round(total, 2),
-            "budget_usd": self.budget,
-            "margin_usd": round(self.budget - total, 2),
-            "within_budget": ok,
             "mass_kg": round(c.mass_kg, 3),
-            "feedback": hint,
+            "feedback": "Compare the total with the drawing's unit cost limit (note 5); a "
+            "thinner plate, fewer or smaller bolts, or a material with a lower "
+            "price/machinability costs less.",
         }
 
     @tool(final=True)
@@ -170,7 +220,7 @@ class FlangeWorld(World):
         n_bolts: BoltCount,
         bolt_diameter: BoltSize,
     ) -> ToolResult:
-        """Submit the final design; ends the episode. It is re-analyzed and re-costed for scoring.
+        """Submit the final design; ends the episode. It is verified against the drawing.
 
         Args:
             thickness: plate thickness in mm.
@@ -179,5 +229,13 @@ class FlangeWorld(World):
             bolt_diameter: metric bolt size number, e.g. 16 for M16.
         """
         design = self._design(thickness, material, n_bolts, bolt_diameter)
-        self.evaluate(design)  # a design that breaks a rule is an error, not an answer
-        return ToolResult(text=f"Design submitted: {self._label(design)}. It will be verified.")
+        # Only the drawing-free rules: a rejection naming a rule of the drawing's geometry
+        # would let an agent probe the drawing one submission at a time.
+        try:
+            check_parts(design)
+        except DesignError as e:
+            raise ToolError(f"design rejected: {e}") from e
+        return ToolResult(
+            text=f"Design submitted: {self._label(design)}. It will be verified against the "
+            "drawing."
+        )
