@@ -49,7 +49,7 @@ else
 fi
 rm -rf "$W/runs/expert_filtered"
 $BOOTCAMP filter "$W/runs/expert_synth" -o "$W/runs/expert_filtered" --min-reward 0.9 \
-  --max-turns "$MAX_TURNS"
+  --keep-max-turns "$MAX_TURNS"
 $BOOTCAMP export sft "$W/runs/expert_filtered" -o "$W/sft.jsonl" --tool-format text
 
 log "SFT: $SFT_STEPS steps"

@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
+import typer
 from typer.testing import CliRunner
 
 from agentharness.cli.main import app
@@ -149,3 +152,100 @@ def test_bad_input_gets_clear_errors(tmp_path: Path) -> None:
 def test_check_passes_on_a_good_task() -> None:
     result = invoke("check", "guess")
     assert result.exit_code == 0 and "PASS guess-v1" in result.output
+
+
+def _eval(out: Path, *extra: str) -> Any:
+    args = ["eval", "--tasks", "guess", "-n", "2", "--difficulty", "easy", "--out", str(out)]
+    return runner.invoke(app, [*args, "--quiet", *extra])
+
+
+def test_a_second_eval_with_another_agent_is_refused_unless_appended(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert _eval(out, "--agent", "expert").exit_code == 0
+    again = _eval(out, "--agent", "expert")
+    assert again.exit_code == 0 and "skipped 2" in again.output  # the same command resumes
+    other = _eval(out, "--agent", "random")
+    assert other.exit_code == 2
+    assert "differs in agent 'random' (the run has 'expert')" in " ".join(other.output.split())
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 2  # nothing was added
+    harder = _eval(out, "--agent", "expert", "--difficulty", "hard")
+    assert harder.exit_code == 2 and "difficulty" in harder.output
+    assert _eval(out, "--agent", "random", "--append").exit_code == 0
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 4
+
+
+def test_every_episode_failing_the_same_way_is_one_line_and_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agentharness.agents as agents
+
+    class Broken:
+        name = "broken"
+
+        def policy(self, instance: object, sample: int = 0) -> Broken:
+            return self
+
+        async def act(self, messages: object, tools: object) -> None:
+            raise agents.AgentError("server said 503 after 5 retries")
+
+        async def aclose(self) -> None:
+            return None
+
+    monkeypatch.setattr(agents, "make_agent", lambda *a, **kw: Broken())
+    r = _eval(tmp_path / "run")
+    assert r.exit_code == 1
+    lines = r.output.splitlines()
+    errors = [line for line in lines if line.startswith("error:")]
+    assert errors == [
+        "error: all 2 episodes of this eval failed the same way: agent_error: server said 503 "
+        "after 5 retries"
+    ]
+
+
+def test_openai_preflight_says_in_one_line_what_is_wrong(tmp_path: Path) -> None:
+    from agentharness.testing.openai_server import ScriptedOpenAIServer, cycle_tools_policy
+
+    base = ["--agent", "openai", "--out", str(tmp_path / "run")]
+    dead = _eval(tmp_path / "a", *base, "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
+    assert dead.exit_code == 2 and "cannot reach the model server" in dead.output
+    assert not (tmp_path / "run" / "episodes.jsonl").exists()
+    with ScriptedOpenAIServer(policy=cycle_tools_policy()) as server:
+        wrong = _eval(tmp_path / "b", *base, "--model", "gpt-x", "--base-url", server.base_url)
+        assert wrong.exit_code == 2
+        assert "does not serve model 'gpt-x'; it serves: scripted" in wrong.output
+        ok = _eval(tmp_path / "c", *base, "--model", "scripted", "--base-url", server.base_url)
+        assert ok.exit_code == 0, ok.output
+
+
+def test_errors_print_once_and_keep_brackets(tmp_path: Path) -> None:
+    r = runner.invoke(app, ["eval", "--instances", str(tmp_path / "none.jsonl")])
+    assert r.exit_code == 2 and [ln for ln in r.output.splitlines() if "error" in ln] == [
+        f"error: instances file {tmp_path / 'none.jsonl'} does not exist (make one with "
+        "`bootcamp generate` or `bootcamp synth`)"
+    ]
+    from agentharness.cli.app import fail
+
+    with pytest.raises(typer.Exit):
+        raise fail("pip install 'agentharness[train]'")
+
+
+def test_a_bad_knob_is_one_line_naming_knob_value_and_range() -> None:
+    r = runner.invoke(app, ["generate", "guess", "--knob", "high=1"])
+    assert r.exit_code == 2
+    assert r.output.strip() == (
+        "error: bad knob value for guess-v1: high=1: Input should be greater than or equal to 2"
+    )
+
+
+def test_max_turns_overrides_only_the_turn_limit(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    r = _eval(out, "--agent", "nothing", "--max-turns", "7")
+    assert r.exit_code == 0
+    (line,) = (out / "episodes.jsonl").read_text().splitlines()[:1]
+    # the task's nudge budget still applies: 1 turn + 2 nudges, then no_answer
+    assert json.loads(line)["end_reason"] == "no_answer" and json.loads(line)["turns"] == 3
+
+
+def test_show_says_where_images_go(tmp_path: Path) -> None:
+    r = invoke("show", "tsp_vision", "--difficulty", "easy", "--images-dir", str(tmp_path))
+    assert f"(image saved to {tmp_path.resolve()}" in r.output.replace("\n", "")

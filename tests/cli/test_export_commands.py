@@ -60,7 +60,7 @@ def test_export_sft(run_dir: Path, tmp_path: Path) -> None:
     assert all(r_["tools"] is None for r_ in rows)
 
     r = invoke("export", "sft", run_dir, "-o", out, "--tool-format", "xml")
-    assert r.exit_code == 2 and "--tool-format must be one of native, text" in r.output
+    assert r.exit_code == 2 and "'xml' is not one of 'native', 'text'" in r.output
 
 
 def test_export_rl_verl_and_trl(run_dir: Path, tmp_path: Path) -> None:
@@ -91,7 +91,7 @@ def test_export_rl_bad_arguments(run_dir: Path, tmp_path: Path) -> None:
     r = invoke("export", "rl", run_dir, "--format", "trl", "-o", tmp_path / "x.parquet")
     assert r.exit_code == 2 and "writes JSONL" in r.output
     r = invoke("export", "rl", run_dir, "--format", "csv", "-o", tmp_path / "x.csv")
-    assert r.exit_code == 2 and "--format must be one of verl, trl" in r.output
+    assert r.exit_code == 2 and "'csv' is not one of 'verl', 'trl'" in r.output
     r = invoke(
         "export", "rl", "--instances", tmp_path / "missing.jsonl", "-o", tmp_path / "x.parquet"
     )

@@ -6,6 +6,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 app = typer.Typer(
     name="bootcamp",
@@ -13,6 +14,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 # Piped output (logs, CI) gets wide tables instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -20,5 +22,14 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
+    """Print one error line and return the exit to raise (``raise fail(...)``).
+
+    The message is escaped: brackets in it (``agentharness[train]``) are text, not markup.
+    """
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     return typer.Exit(code)
+
+
+def warn(message: str) -> None:
+    """Print one warning line on stderr (escaped like :func:`fail`)."""
+    err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)

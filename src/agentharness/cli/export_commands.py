@@ -8,11 +8,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 import typer
 
-from agentharness.cli.app import app, console, err, fail
+from agentharness.cli.app import app, console, fail, warn
 
 T = TypeVar("T")
 
@@ -48,7 +48,7 @@ def _run(action: Callable[[], T]) -> T:
             error = e
     for w in caught:
         if not issubclass(w.category, DeprecationWarning | FutureWarning):
-            err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+            warn(str(w.message))
     if error is not None:
         raise fail(str(error)) from error
     return result
@@ -62,7 +62,7 @@ def export_sft_command(
         bool, typer.Option("--per-turn", help="one prompt/completion row per assistant turn")
     ] = False,
     tool_format: Annotated[
-        str,
+        Literal["native", "text"],
         typer.Option(
             help="native: tool_calls + tools column; text: as the local agent sees it "
             "(<tool_call> text, schemas in the system prompt)"
@@ -74,16 +74,14 @@ def export_sft_command(
     allow_mixed_versions: MixedOpt = False,
 ) -> None:
     """Conversational JSONL (messages + tools [+ images]) for HF datasets and TRL's SFTTrainer."""
-    from agentharness.export.sft import TOOL_FORMATS, export_sft, images_dir_for
+    from agentharness.export.sft import export_sft, images_dir_for
 
-    if tool_format not in TOOL_FORMATS:
-        raise fail(f"--tool-format must be one of {', '.join(TOOL_FORMATS)}, got {tool_format!r}")
     n = _run(
         lambda: export_sft(
             runs,
             out,
             per_turn=per_turn,
-            tool_format=tool_format,  # type: ignore[arg-type]
+            tool_format=tool_format,
             images=not no_images,
             allow_mixed_versions=allow_mixed_versions,
         )
@@ -104,17 +102,16 @@ def export_rl_command(
         Path | None, typer.Option(help="instances JSONL (from `bootcamp generate` or `synth`)")
     ] = None,
     format: Annotated[
-        str, typer.Option("--format", help="verl (parquet + tool/interaction YAML) or trl (JSONL)")
+        Literal["verl", "trl"],
+        typer.Option("--format", help="verl (parquet + tool/interaction YAML) or trl (JSONL)"),
     ] = "verl",
     split: Annotated[str, typer.Option(help="split name stored in verl's extra_info")] = "train",
     allow_mixed_versions: MixedOpt = False,
 ) -> None:
     """RL prompts with everything the reward needs (the serialized instance)."""
-    from agentharness.export.rl import RL_FORMATS, export_rl
+    from agentharness.export.rl import export_rl
     from agentharness.export.verl import config_paths
 
-    if format not in RL_FORMATS:
-        raise fail(f"--format must be one of {', '.join(RL_FORMATS)}, got {format!r}")
     if bool(runs) == (instances is not None):
         raise fail("give run directories or --instances FILE (one of them)")
     suffix = out.suffix.lower()
@@ -135,7 +132,7 @@ def export_rl_command(
             runs or None,
             out,
             instances=loaded,
-            format=format,  # type: ignore[arg-type]
+            format=format,
             split=split,
             allow_mixed_versions=allow_mixed_versions,
         )

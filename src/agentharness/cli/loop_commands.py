@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.table import Table
 
-from agentharness.cli.app import app, console, err, fail
+from agentharness.cli.app import app, console, err, fail, warn
 from agentharness.loop.runs import LoadedRuns, LoopInputError, load_runs, mixed_versions
 
 
@@ -24,10 +24,10 @@ def _load(runs: list[Path], *, resolve_images: bool = False) -> LoadedRuns:
     except LoopInputError as e:
         raise fail(str(e)) from e
     for w in loaded.warnings:
-        err.print(f"[yellow]warning:[/] {w}", markup=True, highlight=False)
+        warn(w)
     mixed = mixed_versions(loaded.records)
     if mixed:
-        err.print(f"[yellow]warning:[/] {mixed}", highlight=False)
+        warn(mixed)
     return loaded
 
 
@@ -139,10 +139,15 @@ def filter_cmd(
         float | None, typer.Option(help="drop episodes below this reward")
     ] = None,
     success_only: Annotated[bool, typer.Option(help="keep successful episodes only")] = False,
-    max_turns: Annotated[int | None, typer.Option(help="drop episodes with more turns")] = None,
+    max_turns: Annotated[
+        int | None, typer.Option("--keep-max-turns", help="drop episodes with more turns")
+    ] = None,
     max_tokens: Annotated[
         int | None,
-        typer.Option(help="drop longer conversations (estimated at 4 characters per token)"),
+        typer.Option(
+            "--keep-max-tokens",
+            help="drop longer conversations (estimated at 4 characters per token)",
+        ),
     ] = None,
     allow_tool_errors: Annotated[bool, typer.Option(help="keep episodes with tool errors")] = False,
     allow_format_errors: Annotated[
@@ -297,10 +302,17 @@ def loop_cmd(
     teacher_k: Annotated[int, typer.Option(help="teacher samples per synthesized instance")] = 1,
     min_reward: Annotated[float | None, typer.Option(help="filter: minimum reward")] = None,
     success_only: Annotated[bool, typer.Option(help="filter: successful episodes only")] = True,
-    max_turns: Annotated[int | None, typer.Option(help="filter: most turns")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="filter: longest conversation")] = None,
+    max_turns: Annotated[
+        int | None, typer.Option("--keep-max-turns", help="filter: most turns of a kept episode")
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option("--keep-max-tokens", help="filter: longest kept conversation, in tokens"),
+    ] = None,
     allow_tool_errors: Annotated[bool, typer.Option(help="filter: keep tool errors")] = False,
-    trainer: Annotated[str, typer.Option(help="none | sft | grpo")] = "none",
+    trainer: Annotated[
+        Literal["none", "sft", "grpo"], typer.Option(help="train the student between evals")
+    ] = "none",
     train_max_steps: Annotated[int | None, typer.Option(help="trainer step limit")] = None,
     temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
     agent_seed: Annotated[int, typer.Option(help="seed for scripted/local sampling")] = 0,
@@ -311,10 +323,8 @@ def loop_cmd(
     subdirectory of OUT; re-running the same command resumes where it stopped."""
     from pydantic import ValidationError
 
-    from agentharness.loop.pipeline import TRAINERS, LoopConfig, run_loop
+    from agentharness.loop.pipeline import LoopConfig, run_loop
 
-    if trainer not in TRAINERS:
-        raise fail(f"--trainer must be one of {', '.join(TRAINERS)}, got {trainer!r}")
     try:
         config = LoopConfig(
             student=student,

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import platform
 import sys
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.table import Table
 
 import agentharness
-from agentharness.cli.app import app, console, err, fail
+from agentharness.cli.app import app, console, err, fail, warn
 from agentharness.core.instance import Instance
 from agentharness.core.registry import UnknownTaskError, all_tasks, get_task, resolve_tasks
-from agentharness.core.task import Budgets, TaskConfigError
+from agentharness.core.task import TaskConfigError
 
 
 def parse_knobs(knobs: list[str] | None) -> dict[str, Any]:
@@ -92,7 +94,9 @@ def show(
     knob: Annotated[
         list[str] | None, typer.Option(help="override a config field: name=value")
     ] = None,
-    images_dir: Annotated[Path, typer.Option(help="where prompt images are saved")] = Path("."),
+    images_dir: Annotated[
+        Path, typer.Option(help="where prompt images are saved (printed for each image)")
+    ] = Path("."),
 ) -> None:
     """Print a task's prompt and tool schemas; save its images to files."""
     try:
@@ -113,7 +117,7 @@ def show(
             path = images_dir / f"{spec.name}_{difficulty}_{seed}_{n_images}.png"
             path.write_bytes(png)
             n_images += 1
-            console.print(f"[image saved to {path}]")
+            console.print(f"(image saved to {path.resolve()})", markup=False, highlight=False)
     console.rule("tools")
     print(json.dumps(spec.world.tool_schemas(), indent=2))
 
@@ -173,14 +177,21 @@ def eval_(
     temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="max new tokens per turn")] = None,
     tool_format: Annotated[
-        str, typer.Option(help="openai: native tool calls or 'text' in the prompt")
+        Literal["native", "text"],
+        typer.Option(help="openai: native tool calls, or the tools written into the prompt"),
     ] = "native",
     agent_seed: Annotated[int, typer.Option(help="seed for scripted/local sampling")] = 0,
     out: Annotated[Path, typer.Option(help="run directory (re-run to resume)")] = Path("runs/eval"),
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+    preflight: Annotated[
+        bool, typer.Option(help="openai: check the server and model before the first episode")
+    ] = True,
+    append: Annotated[
+        bool, typer.Option(help="add to a run made by another agent or config (mixes them)")
+    ] = False,
 ) -> None:
     """Run an agent on tasks; append every finished episode to OUT/episodes.jsonl."""
-    from agentharness.agents import make_agent
+    from agentharness.agents import AgentError, make_agent
     from agentharness.rollout.runner import plan, plan_instances, run
     from agentharness.store.run import RunDir, RunDirError
 
@@ -197,6 +208,11 @@ def eval_(
             sampling["temperature"] = temperature
         if max_tokens is not None:
             sampling["max_tokens"] = max_tokens
+        if agent == "openai" and model and preflight:
+            from agentharness.agents.openai_agent import DEFAULT_BASE_URL
+            from agentharness.agents.preflight import check_endpoint
+
+            check_endpoint(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL, model)
         the_agent = make_agent(
             agent,
             model=model,
@@ -206,12 +222,31 @@ def eval_(
             sampling=sampling,
             tool_format=tool_format,
         )
-    except (UnknownTaskError, TaskConfigError, ValueError) as e:
+    except typer.Exit:
+        raise  # already reported in one line
+    except (UnknownTaskError, TaskConfigError, ValueError, AgentError) as e:
         raise fail(str(e)) from e
     except Exception as e:
         raise fail(f"{type(e).__name__}: {e}") from e
 
     run_dir = RunDir(out)
+    # What makes two evals "the same run": re-running it resumes; anything else would mix
+    # episodes of different agents or settings into one report.
+    identity = {
+        "agent": the_agent.name,
+        "model": model,
+        "base_url": base_url,
+        "tasks": task_ids,
+        "difficulty": difficulty,
+        "knobs": parse_knobs(knob),
+        "instances_file": str(instances) if instances else None,
+        "k": k,
+        "max_turns": max_turns,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "tool_format": tool_format,
+        "agent_seed": agent_seed,
+    }
     run_info = {
         "command": "eval",
         "argv": sys.argv[1:],
@@ -223,25 +258,30 @@ def eval_(
         "k": k,
         "seed": seed,
         "instances_file": str(instances) if instances else None,
+        "identity": identity,
         "python": platform.python_version(),
         "machine": platform.machine(),
         "started_at": time.time(),
     }
     try:
+        if not append:
+            _refuse_mixing(run_dir, identity)
         run_dir.create(run_info)
     except RunDirError as e:
         raise fail(str(e)) from e
 
-    budgets = None
-    if max_turns is not None:
-        budgets = Budgets(max_turns=max_turns)
+    # Only the turn limit changes; the task's other budgets (tool calls, nudges) stay.
+    overrides = {"max_turns": max_turns} if max_turns is not None else None
     progress = None if quiet else _progress()
     task_id = None
     if progress is not None:
         progress.start()
         task_id = progress.add_task("episodes", total=len(items))
 
-    def on_done(_record: Any) -> None:
+    finished: list[Any] = []
+
+    def on_done(record: Any) -> None:
+        finished.append(record)
         if progress is not None and task_id is not None:
             progress.advance(task_id)
 
@@ -253,7 +293,7 @@ def eval_(
                 run_dir,
                 concurrency=concurrency,
                 episode_timeout_s=episode_timeout,
-                budgets=budgets,
+                budget_overrides=overrides,
                 on_done=on_done,
             )
         finally:
@@ -266,8 +306,49 @@ def eval_(
             progress.stop()
     console.print(f"ran {result.ran} episodes, skipped {result.skipped} already in {out}")
     for msg in result.failed_to_generate:
-        err.print(f"[yellow]could not generate[/] {msg}")
+        warn(f"could not generate {msg}")
     _print_report(out, as_json=False)
+    causes = _error_causes(finished)
+    if finished and len(causes) == 1 and sum(causes.values()) == len(finished):
+        (cause,) = causes
+        raise fail(f"all {len(finished)} episodes of this eval failed the same way: {cause}", code=1)
+    for cause, count in causes.most_common():
+        warn(f"{count} of {len(finished)} episodes failed: {cause}")
+    if result.failed_to_generate and not finished:
+        raise fail("no instance could be generated; see the warnings above", code=1)
+
+
+def _refuse_mixing(run_dir: Any, identity: dict[str, Any]) -> None:
+    """Stop an eval that would append another agent's or config's episodes to a run."""
+    from agentharness.store.run import RunDirError
+
+    previous = run_dir.run_info()
+    if not previous:
+        return
+    before = previous.get("identity") or {
+        key: previous.get(key) for key in ("agent", "tasks", "difficulty", "k")
+    }
+    changed = [
+        f"{key} {identity.get(key)!r} (the run has {before[key]!r})"
+        for key in before
+        if before[key] != identity.get(key)
+    ]
+    if changed:
+        raise RunDirError(
+            f"{run_dir.path} already holds another eval; this one differs in "
+            f"{'; '.join(changed)}. Its episodes would mix into one report: choose another "
+            "--out, or pass --append to add them anyway (re-running the same command resumes)."
+        )
+
+
+def _error_causes(records: list[Any]) -> Counter[str]:
+    """Failed episodes of this invocation by cause (end reason and the error's first line)."""
+    causes: Counter[str] = Counter()
+    for r in records:
+        if r.error or r.end_reason in ("agent_error", "timeout"):
+            first = (r.error or "").strip().splitlines()[0][:160] if r.error else "no message"
+            causes[f"{r.end_reason}: {first}"] += 1
+    return causes
 
 
 def _progress() -> Any:

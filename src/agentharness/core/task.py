@@ -73,6 +73,10 @@ class Budgets(BaseModel):
     max_nudges: int = Field(2, ge=0, description="feedback replies to a turn without a tool call")
     max_format_errors: int = Field(3, ge=0, description="malformed turns tolerated before ending")
 
+    def override(self, **changes: Any) -> Budgets:
+        """These budgets with some fields replaced (validated); the others are kept."""
+        return Budgets.model_validate({**self.model_dump(), **changes})
+
 
 class Interaction:
     """Layer 3: what the agent is told when a turn calls no tool.
@@ -149,7 +153,11 @@ class TaskSpec:
         try:
             return self.config_model.model_validate({**self.difficulties[difficulty], **knobs})
         except ValidationError as e:
-            raise TaskConfigError(f"bad knob value for {self.id}: {e}") from e
+            problems = "; ".join(
+                f"{'.'.join(map(str, err['loc']))}={err.get('input')!r}: {err['msg']}"
+                for err in e.errors()
+            )
+            raise TaskConfigError(f"bad knob value for {self.id}: {problems}") from None
 
     def instance(self, seed: int, difficulty: str = "medium", **knobs: Any) -> Instance:
         config = self.make_config(difficulty, **knobs)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from agentharness.agents.base import Agent, AgentError, Policy
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
-from agentharness.core.registry import episode_for
+from agentharness.core.registry import episode_for, get_task
 from agentharness.core.task import Budgets, TaskSpec
 from agentharness.store.run import RunDir
 from agentharness.store.schema import EpisodeRecord, Timings
@@ -144,10 +144,14 @@ async def run(
     *,
     concurrency: int = 8,
     episode_timeout_s: float | None = None,
-    budgets: Budgets | None = None,
+    budget_overrides: Mapping[str, Any] | None = None,
     on_done: Callable[[EpisodeRecord], None] | None = None,
 ) -> RunResult:
-    """Run ``items`` with at most ``concurrency`` episodes in flight; append as they finish."""
+    """Run ``items`` with at most ``concurrency`` episodes in flight; append as they finish.
+
+    ``budget_overrides`` replaces single fields of each task's own budgets (e.g.
+    ``{"max_turns": 4}``); the rest of the task's budgets stay as the task set them.
+    """
     done_ids = run_dir.done_ids()
     todo = [
         it
@@ -173,8 +177,15 @@ async def run(
             except Exception as e:
                 failed.append(f"{item.instance_id()}: {type(e).__name__}: {e}")
                 return
+            budgets = None
+            if budget_overrides:
+                own = get_task(instance.task).interaction.budgets
+                budgets = own.override(**budget_overrides)
             episode, timings = await run_one(
-                instance, agent.policy(instance, sample=item.sample), budgets=budgets, timeout_s=episode_timeout_s
+                instance,
+                agent.policy(instance, sample=item.sample),
+                budgets=budgets,
+                timeout_s=episode_timeout_s,
             )
             record = EpisodeRecord.from_episode(
                 episode, agent=agent.name, sample=item.sample, timings=timings

@@ -52,16 +52,19 @@ class RunDir:
         if self.path.exists() and not self.path.is_dir():
             raise RunDirError(f"{self.path} exists and is not a directory; choose another --out")
         self.path.mkdir(parents=True, exist_ok=True)
-        run_json = self.path / RUN_JSON
-        if run_json.exists():
-            previous = json.loads(run_json.read_text())
-            history = previous.get("invocations", [])
-            history.append(run_info)
-            previous["invocations"] = history
-            run_json.write_text(json.dumps(previous, indent=2))
+        previous = self.run_info()
+        if previous:
+            previous["invocations"] = [*previous.get("invocations", []), run_info]
+            self._write_run_json(previous)
         else:
-            run_json.write_text(json.dumps({**run_info, "invocations": [run_info]}, indent=2))
+            self._write_run_json({**run_info, "invocations": [run_info]})
         self._repair_tail()
+
+    def _write_run_json(self, info: dict[str, Any]) -> None:
+        # Write then rename: a crash leaves the old run.json or the new one, never half.
+        tmp = self.path / f".{RUN_JSON}.tmp"
+        tmp.write_text(json.dumps(info, indent=2))
+        os.replace(tmp, self.path / RUN_JSON)
 
     def append(self, record: EpisodeRecord) -> None:
         """Append one finished episode and flush it to disk."""
@@ -76,7 +79,7 @@ class RunDir:
     def write_all(self, records: list[EpisodeRecord], run_info: dict[str, Any]) -> None:
         """Write a whole derived run (filter output and the like)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        (self.path / RUN_JSON).write_text(json.dumps(run_info, indent=2))
+        self._write_run_json(run_info)
         if self.episodes_path.exists():
             self.episodes_path.unlink()
         self.episodes_path.touch()
@@ -121,8 +124,20 @@ class RunDir:
 
     # -- reading --------------------------------------------------------------------
     def run_info(self) -> dict[str, Any]:
+        """``run.json``, or ``{}`` when there is none; a damaged one is a clear error."""
         p = self.path / RUN_JSON
-        return json.loads(p.read_text()) if p.exists() else {}
+        if not p.exists():
+            return {}
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise RunDirError(
+                f"{p} is unreadable ({type(e).__name__}); repair or delete it "
+                f"(the episodes are in {EPISODES}, which it does not hold)"
+            ) from None
+        if not isinstance(data, dict):
+            raise RunDirError(f"{p} holds {type(data).__name__}, not an object; repair or delete it")
+        return data
 
     def check(self) -> None:
         if not self.path.exists():

@@ -159,7 +159,7 @@ class EpisodeRoller:
 
     def budgets(self, instance: Instance) -> Budgets:
         own = get_task(instance.task).interaction.budgets
-        return own.model_copy(update={"max_turns": min(own.max_turns, self.opts.max_turns)})
+        return own.override(max_turns=min(own.max_turns, self.opts.max_turns))
 
     def play_group(self, instance: Instance, n: int, seed: int) -> list[Rollout]:
         """``n`` independent episodes on ``instance``; episode ``k`` samples from ``seed``, ``k``."""
