@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import json
 import math
+import statistics
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,9 +18,18 @@ from agentharness.agents.scripted import NoisyAgent
 from agentharness.core.instance import Instance
 from agentharness.core.messages import ToolCall, assistant
 from agentharness.core.registry import episode_for, get_task
+from agentharness.core.reward import Reward
 from agentharness.core.task import TaskConfigError
 from agentharness.rollout.runner import run_one
 from agentharness.tasks.robot_reach.expert import RobotReachExpert
+from agentharness.tasks.robot_reach.reward import (
+    PARTIAL_CAP,
+    SHAPE_FRAC,
+    START_FRAC,
+    W_REACH,
+    reach_score,
+    shaped_radius,
+)
 from agentharness.tasks.robot_reach.simulator import (
     Arm,
     point_segment_distances,
@@ -315,15 +328,19 @@ def _reward_after(instance: Instance, turns: list[Any]) -> Any:
 
 
 def test_reward_full_partial_collision_and_none() -> None:
-    inst = _handmade()
+    inst = _handmade()  # no start given: the straight pose, 1.414 m away, is the start
     _, full = _reward_after(inst, [_call("submit_angles", {"joint_angles": [90, -90]})])
     assert full.success and full.total == pytest.approx(1.0)
 
     _, near = _reward_after(inst, [_call("submit_angles", {"joint_angles": [85, -85]})])
+    _, nearer = _reward_after(inst, [_call("submit_angles", {"joint_angles": [86, -86]})])
     _, far = _reward_after(inst, [_call("submit_angles", {"joint_angles": [100, -30]})])
-    assert not near.success and not far.success
-    assert 0.15 < far.total < near.total < 0.9
+    assert not near.success and not nearer.success and not far.success
+    assert 0.0 < near.total < nearer.total <= W_REACH * PARTIAL_CAP < SPEC.solved_threshold
     assert near.component("collision_free") == 1.0 and near.component("efficiency") == 0.0
+    # Collision-free but 1.24 m away: nothing for merely avoiding the obstacle (v1: 0.15+).
+    assert far.total == 0.0 and far.component("collision_free") == 1.0
+    assert "no credit" in far.explanation
 
     _, hit = _reward_after(inst, [_call("submit_angles", {"joint_angles": [0, 90]})])
     assert hit.total == 0.0 and not hit.success and hit.component("reach") == 1.0
@@ -331,6 +348,32 @@ def test_reward_full_partial_collision_and_none() -> None:
 
     ep, none = _reward_after(inst, [assistant("thinking...")])
     assert none.total == 0.0 and not ep.done
+
+
+def test_reach_score_and_shaped_radius() -> None:
+    assert reach_score(0.04, 0.05, 0.5) == 1.0
+    assert reach_score(0.5, 0.05, 0.5) == 0.0 and reach_score(0.7, 0.05, 0.5) == 0.0
+    assert reach_score(0.06, 0.05, 0.04) == 0.0  # a radius inside the tolerance pays nothing
+    mid = reach_score(0.275, 0.05, 0.5)
+    assert mid == pytest.approx(PARTIAL_CAP * 0.25)
+    assert reach_score(0.1, 0.05, 0.5) > mid > reach_score(0.4, 0.05, 0.5) > 0.0
+    scene = scene_from_public(_handmade().public)  # reach 2 m
+    assert shaped_radius(scene, 10.0) == pytest.approx(SHAPE_FRAC * 2.0)
+    assert shaped_radius(scene, 0.6) == pytest.approx(START_FRAC * 0.6)
+
+
+def test_partial_credit_is_measured_against_the_start() -> None:
+    # The same answer earns less when the arm started closer: it must halve the start's
+    # distance before partial credit is paid.
+    answer = _call("submit_angles", {"joint_angles": [80, -80]})
+    far_start = _handmade(start={"joint_angles": [-90.0, 0.0]})  # 3.16 m away
+    near_start = _handmade(start={"joint_angles": [60.0, -20.0]})
+    _, a = _reward_after(far_start, [answer])
+    _, b = _reward_after(near_start, [answer])
+    d0 = scene_from_public(near_start.public).evaluate(np.array([60.0, -20.0])).distance
+    assert 0.0 < b.total < a.total and "start" in a.components[0].detail
+    _, echo = _reward_after(near_start, [_call("submit_angles", {"joint_angles": [60, -20]})])
+    assert echo.total == 0.0 and d0 > 0.05
 
 
 def test_reward_efficiency_falls_with_many_calls() -> None:
@@ -350,6 +393,132 @@ def test_nudge_mentions_closest_configuration() -> None:
     assert not obs.done
     text = obs.messages[-1].text
     assert "submit_angles" in text and "[80.0, -80.0]" in text
+
+
+# -- reward integrity: lazy answers earn nothing (issue 10) -------------------------
+# Over 30 seeds per difficulty each stays at or below 0.2 mean reward and 5% success;
+# robot_reach-v1 paid 0.15 for any collision-free answer anywhere.
+
+LAZY_SEEDS = 30
+DIFFS = ("easy", "medium", "hard")
+
+
+@functools.cache
+def lazy_instances(difficulty: str) -> tuple[Instance, ...]:
+    return tuple(SPEC.instance(s, difficulty) for s in range(LAZY_SEEDS))
+
+
+def one_shot(inst: Instance, angles: list[float]) -> Reward:
+    ep = episode_for(inst)
+    ep.step(_call("submit_angles", {"joint_angles": angles}))
+    ep.finish(ep.end_reason or "no_answer")
+    return ep.reward()
+
+
+def assert_lazy(rewards: list[Reward], what: str) -> None:
+    mean = statistics.fmean(r.total for r in rewards)
+    success = statistics.fmean(r.success for r in rewards)
+    assert mean <= 0.2 and success <= 0.05, f"{what}: mean {mean:.3f}, success {success:.2f}"
+
+
+def _collision_free_pose(inst: Instance) -> list[float]:
+    scene = scene_from_public(inst.public)
+    rng = np.random.default_rng([inst.seed, 99])
+    lo, hi = np.asarray(scene.arm.lower_deg), np.asarray(scene.arm.upper_deg)
+    for _ in range(500):
+        q = np.round(rng.uniform(lo, hi), 2)
+        if scene.evaluate(q).collision_free:
+            return [float(x) for x in q]
+    raise AssertionError("no collision-free pose found")
+
+
+LAZY_ANGLES: dict[str, Callable[[Instance], list[float]]] = {
+    "straight pose (all zero)": lambda i: [0.0] * i.public["n_joints"],
+    "lower limits": lambda i: [lo for lo, _ in i.public["joint_limits_deg"]],
+    "upper limits": lambda i: [hi for _, hi in i.public["joint_limits_deg"]],
+    "the start configuration": lambda i: list(i.public["start"]["joint_angles"]),
+    "link lengths echoed": lambda i: list(i.public["link_lengths"]),
+    "schema maximum": lambda i: [360.0] * i.public["n_joints"],
+    "any collision-free pose": _collision_free_pose,
+}
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_lazy_answers_earn_nothing(difficulty: str) -> None:
+    insts = lazy_instances(difficulty)
+    for name, angles in LAZY_ANGLES.items():
+        rewards = [one_shot(i, angles(i)) for i in insts]
+        assert_lazy(rewards, f"{difficulty}, {name}")
+    # Collision-free answers anywhere earn next to nothing (v1: at least 0.15 each).
+    free = [one_shot(i, _collision_free_pose(i)) for i in insts]
+    assert statistics.fmean(r.total for r in free) <= 0.05
+    assert sum(r.total > 0 for r in free) <= 0.2 * len(free)
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_best_constant_answer_earns_little(difficulty: str) -> None:
+    constants = []
+    for seed in range(1000, 1008):
+        inst = SPEC.instance(seed, difficulty)
+        expert, ep = RobotReachExpert(inst), episode_for(inst)
+        while not ep.done:
+            ep.step(expert.next_turn(ep.messages))
+        assert ep.world.final_answer is not None
+        constants.append(list(ep.world.final_answer["joint_angles"]))
+    for k, angles in enumerate(constants):
+        rewards = [one_shot(i, angles) for i in lazy_instances(difficulty)]
+        assert_lazy(rewards, f"{difficulty}, constant #{k} {angles}")
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_random_and_passive_play_earn_nothing(difficulty: str) -> None:
+    from agentharness.agents.scripted import RandomAgent
+
+    async def run(inst: Instance) -> Reward:
+        ep, _ = await run_one(inst, RandomAgent().policy(inst))
+        return ep.reward()
+
+    insts = lazy_instances(difficulty)
+    assert_lazy([asyncio.run(run(i)) for i in insts], f"{difficulty}, random")
+    for inst in insts[:10]:  # the same probe every turn, never an answer
+        ep = episode_for(inst)
+        while not ep.done:
+            start = inst.public["start"]["joint_angles"]
+            ep.step(_call("forward_kinematics", {"joint_angles": start}, ep.turns))
+        assert ep.reward().total == 0.0
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_start_is_collision_free_far_and_stated(difficulty: str) -> None:
+    config = SPEC.make_config(difficulty)
+    for inst in lazy_instances(difficulty)[:10]:
+        scene = scene_from_public(inst.public)
+        start = inst.public["start"]
+        ev = scene.evaluate(scene.arm.validate(start["joint_angles"]))
+        assert ev.collision_free
+        assert ev.distance >= config.start_distance * scene.arm.reach  # type: ignore[attr-defined]
+        assert ev.distance == pytest.approx(start["distance_to_target"], abs=1e-4)
+        assert start["end_effector"] == pytest.approx(
+            list(ev.points[-1][: scene.arm.dims]), abs=1e-4
+        )
+        text = "\n".join(m.text for m in SPEC.generator.prompt(inst))
+        assert json.dumps(start["joint_angles"]) in text
+
+
+def test_presets_get_harder_for_a_solver_that_ignores_obstacles() -> None:
+    # IK from the start towards the target, blind to the obstacles: how often it lands
+    # collision-free within the tolerance falls from easy to hard.
+    rates = {}
+    for difficulty in DIFFS:
+        ok = 0
+        for inst in lazy_instances(difficulty):
+            scene = scene_from_public(inst.public)
+            bare = dataclasses.replace(scene, obstacles=(), self_collision=False)
+            q = solve_ik(bare, [np.asarray(inst.public["start"]["joint_angles"])])
+            ok += q is not None and scene.evaluate(q).collision_free
+        rates[difficulty] = ok / LAZY_SEEDS
+    assert rates["easy"] > rates["medium"] > rates["hard"], rates
+    assert rates["hard"] <= 0.15, rates
 
 
 # -- expert ------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 """The privileged expert: collision-aware IK from the public description, verified by tools.
 
 Plan: solve inverse kinematics internally (damped least squares on the target offset plus
-clearance-shortfall residuals, inside the joint limits, from the straight pose and a few
-seeded random starts); if that fails, fall back to the generator's hidden solution. Each candidate is checked
-with ``forward_kinematics`` and ``check_collision`` and then submitted. The next action is
-always derived from the tool results found in ``messages`` (matched by the expert's own
-call ids), so random calls interleaved by a noisy agent do not derail it.
+clearance-shortfall residuals, inside the joint limits, from the straight pose, the arm's
+start configuration and a few seeded random starts); if that fails, fall back to the
+generator's hidden solution. Each candidate is checked with ``forward_kinematics`` and
+``check_collision`` and then submitted. The next action is always derived from the tool
+results found in ``messages`` (matched by the expert's own call ids), so random calls
+interleaved by a noisy agent do not derail it.
 """
 
 from __future__ import annotations
@@ -37,7 +38,11 @@ class RobotReachExpert:
         arm = self.scene.arm
         rng = np.random.default_rng([self.instance.seed, 7])
         lo, hi = np.asarray(arm.lower_deg), np.asarray(arm.upper_deg)
-        starts = [np.zeros(arm.n_joints)] + [rng.uniform(lo, hi) for _ in range(RANDOM_STARTS)]
+        starts = [np.zeros(arm.n_joints)]
+        start = self.instance.public.get("start")
+        if isinstance(start, dict) and start.get("joint_angles"):
+            starts.append(np.asarray(start["joint_angles"], dtype=float))  # the arm's rest pose
+        starts += [rng.uniform(lo, hi) for _ in range(RANDOM_STARTS)]
         out: list[tuple[str, list[float]]] = []
         q = solve_ik(self.scene, starts)
         if q is not None:

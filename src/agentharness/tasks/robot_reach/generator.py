@@ -29,6 +29,8 @@ from agentharness.tasks.robot_reach.config import RobotReachConfig
 from agentharness.tasks.robot_reach.simulator import Arm, Obstacle, Scene, scene_from_public
 
 MAX_ATTEMPTS = 500
+# Random configurations tried for the arm's start before the draw is abandoned.
+START_TRIES = 200
 
 
 class RobotReachGenerator:
@@ -79,6 +81,10 @@ def _draw(cfg: RobotReachConfig, rng: np.random.Generator) -> Problem | None:
         return None
     if ev.distance > 0.1 * cfg.tolerance:
         return None
+    start = _draw_start(cfg, rng, check)
+    if start is None:
+        return None
+    public["start"] = start
     hidden = {
         "solution": [float(x) for x in q],
         "solution_distance": round(ev.distance, 6),
@@ -193,6 +199,29 @@ def _place_obstacles(
     return placed
 
 
+def _draw_start(
+    cfg: RobotReachConfig, rng: np.random.Generator, scene: Scene
+) -> dict[str, Any] | None:
+    """The arm's resting configuration: collision-free, inside the limits, far from the target.
+
+    Its end effector sits at least ``start_distance`` (a share of the arm's reach) from the
+    target, so echoing it back as the answer earns nothing, and the reward measures
+    progress against its distance.
+    """
+    arm = scene.arm
+    lo, hi = np.asarray(arm.lower_deg), np.asarray(arm.upper_deg)
+    for _ in range(START_TRIES):
+        q = np.round(rng.uniform(0.9 * lo, 0.9 * hi), 1)
+        ev = scene.evaluate(q)
+        if ev.collision_free and ev.distance >= cfg.start_distance * arm.reach:
+            return {
+                "joint_angles": [float(x) for x in q],
+                "end_effector": [round(float(x), 4) for x in ev.points[-1][: arm.dims]],
+                "distance_to_target": round(ev.distance, 4),
+            }
+    return None
+
+
 def _public(cfg: RobotReachConfig, scene: Scene) -> dict[str, Any]:
     d = 3 if cfg.spatial else 2
     arm = scene.arm
@@ -260,9 +289,23 @@ def build_prompt(public: dict[str, Any]) -> list[Message]:
         if public["self_collision"]
         else ""
     )
+    start = public.get("start")
+    start_text = ""
+    if isinstance(start, dict) and "joint_angles" in start:
+        start_text = (
+            f"The arm rests at joint angles {json.dumps(start['joint_angles'])} (degrees, base "
+            "to tip; collision-free)"
+        )
+        if "end_effector" in start and "distance_to_target" in start:
+            start_text += (
+                f", with its end effector at {json.dumps(start['end_effector'])}, "
+                f"{start['distance_to_target']:g} m from the target"
+            )
+        start_text += ".\n\n"
     text = (
         f"Move the end effector of a {n}-joint arm onto the target {json.dumps(public['target'])} "
         f"(coordinates {coords} in metres), within {public['tolerance']:g} m.\n\n"
+        f"{start_text}"
         f"Kinematics: the base is fixed at the origin. {kin}\n\nJoints (base to tip):\n{joints}\n\n"
         f"Each link is a capsule of radius {public['link_radius']:g} m around the segment between "
         f"its two joints. A link collides with an obstacle when the segment comes closer to the "
@@ -276,8 +319,10 @@ def build_prompt(public: dict[str, Any]) -> list[Message]:
         "every link.\n"
         "- submit_angles(joint_angles): your final answer; it ends the episode.\n\n"
         "Scoring: full credit when the end effector is within the tolerance of the target and "
-        "nothing collides; a collision-free answer outside the tolerance earns partial credit that "
-        "falls with the distance; an answer that collides scores 0. Fewer tool calls score a little "
-        "higher."
+        "nothing collides, and then fewer tool calls score a little higher. An answer that "
+        "collides or breaks a joint limit scores 0. A collision-free answer outside the tolerance "
+        "earns a little partial credit only when its end effector is close to the target (within "
+        "a quarter of the arm's total length and half of the start's distance), more the closer "
+        "it is; anywhere else it earns nothing."
     )
     return [system(SYSTEM), user(text)]
