@@ -381,6 +381,78 @@ def test_reward_replays_instead_of_trusting_the_world() -> None:
     assert ep.reward().total == 0.0
 
 
+# -- reward integrity audit (issue 10) ---------------------------------------------------
+# escape_room-v1 passes: the reward is gated on escaping, and escaping needs the code.
+# Over 30 seeds per difficulty, constant codes, passive loops and wandering never escape,
+# and brute force cannot fit in the action budget.
+
+AUDIT_SEEDS = 30
+
+
+def _exit_room(sim: EscapeRoom) -> str:
+    return next(str(f["room"]) for f in sim.fixtures.values() if f["kind"] == "exit")
+
+
+def _constant_code(difficulty: str) -> str:
+    """The expert's code on another seed: the best constant answer a lazy agent could learn."""
+    return str(TASK.instance(10_000, difficulty).hidden["exit_code"])
+
+
+def _play_until_done(inst: Instance, policy: Any) -> Episode:
+    ep = episode(inst)
+    n = 0
+    while not ep.done:
+        n += 1
+        ep.step(policy(ep, n))
+    return ep
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_constant_codes_passive_loops_and_wandering_never_escape(difficulty: str) -> None:
+    code = _constant_code(difficulty)
+
+    def keypad(ep: Episode, n: int) -> Message:  # the same code every turn, wherever it is
+        return call("enter_code", {"code": code}, f"k{n}")
+
+    def look(ep: Episode, n: int) -> Message:
+        return call("look", {}, f"l{n}")
+
+    def wander(ep: Episode, n: int) -> Message:
+        # Walk through random open doors; in the EXIT room, type the constant code.
+        world = ep.world
+        assert isinstance(world, EscapeRoomWorld)
+        sim = world.sim
+        if sim.room == _exit_room(sim) and n % 2 == 0:
+            return call("enter_code", {"code": code}, f"w{n}")
+        rng = random.Random(f"{ep.instance.seed}:{n}")
+        return call("go", {"direction": rng.choice(sorted(sim.exits[sim.room]))}, f"w{n}")
+
+    for name, policy in (("constant code", keypad), ("look loop", look), ("wander", wander)):
+        for seed in range(AUDIT_SEEDS):
+            inst = TASK.instance(seed, difficulty)
+            if name == "constant code" and inst.hidden["exit_code"] == code:
+                continue
+            ep = _play_until_done(inst, policy)
+            assert ep.reward().total == 0.0, (difficulty, name, seed)
+            assert ep.end_reason in ("max_tool_calls", "max_turns"), ep.end_reason
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_brute_force_cannot_fit_in_the_action_budget(difficulty: str) -> None:
+    # Even walking straight to the EXIT room as if no door were locked, the actions left
+    # try too few codes: the chance to escape without reading the clues stays under 5%.
+    chances = []
+    for seed in range(AUDIT_SEEDS):
+        inst = TASK.instance(seed, difficulty)
+        sim = EscapeRoom(inst.hidden["world"])
+        sim.door_locked = dict.fromkeys(sim.door_locked, False)
+        walk = sim.path(sim.room, _exit_room(sim))
+        assert walk is not None
+        attempts = int(inst.public["max_actions"]) - len(walk)
+        chances.append(min(1.0, attempts / 10 ** len(inst.hidden["exit_code"])))
+    assert sum(chances) / len(chances) <= 0.05, chances
+
+
 # -- expert ------------------------------------------------------------------------------
 @pytest.mark.parametrize("difficulty", DIFFS)
 def test_expert_solves_at_par(difficulty: str) -> None:
