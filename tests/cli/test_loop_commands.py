@@ -197,3 +197,31 @@ def test_loop_runs_and_resumes(tmp_path: Path) -> None:
     assert again.exit_code == 0 and again.stderr.count("already done") == 9
     refused = invoke(*args, "--trainer", "sft")
     assert refused.exit_code == 2 and "--student local" in refused.stderr
+    # A loop directory is reported run by run.
+    report = invoke("report", str(out))
+    assert report.exit_code == 0
+    assert "round_1/heldout_before" in report.stdout and "round_1/heldout_after" in report.stdout
+    summaries = json.loads(invoke("report", str(out), "--json").stdout)
+    assert {"round_1/heldout_before", "round_1/teacher"} <= set(summaries)
+
+
+def test_loop_says_when_the_student_never_fails(tmp_path: Path) -> None:
+    args = ["loop", "--student", "expert", "--tasks", "guess", "-n", "3", "--synth-n", "2"]
+    result = invoke(*args, "--out", str(tmp_path / "loop"))
+    assert result.exit_code == 0
+    assert "no failure to learn from" in result.stderr and "weaker student" in result.stderr
+
+
+def test_mine_writes_its_report_for_the_html_report(noisy: Path, tmp_path: Path) -> None:
+    out = tmp_path / "mine.json"
+    assert invoke("mine", str(noisy), "-o", str(out)).exit_code == 0
+    data = json.loads(out.read_text())
+    assert data["episodes"] == 8 and data["clusters"]
+    assert invoke("mine", str(noisy), "-o", str(tmp_path)).exit_code == 2
+
+
+def test_report_shows_pass_at_k_only_with_several_samples(tmp_path: Path) -> None:
+    one = invoke("report", str(make_eval(tmp_path / "k1", "expert")))
+    assert "pass@1" not in one.stdout and "mean reward" in one.stdout
+    two = invoke("report", str(make_eval(tmp_path / "k2", "expert", "-k", "2")))
+    assert "pass@1" in two.stdout and "(k=2)" in two.stdout

@@ -11,7 +11,7 @@ AGENT_KINDS = (
     "openai",
     "local",
     "expert",
-    "noisy:<rate>",
+    "noisy:<rate>[:<spoil>]",
     "random",
     "nothing",
     "lazy:defaults|minimum|maximum|echo|passive",
@@ -38,12 +38,17 @@ def make_agent(
     if kind.startswith("lazy:"):
         return _lazy_agent(kind)
     if kind.startswith("noisy"):
-        _, _, rate = kind.partition(":")
+        parts = kind.split(":")[1:] or ["0.3"]
         try:
-            return NoisyAgent(float(rate or 0.3), seed=seed)
+            rate = float(parts[0] or 0.3)
+            spoil = float(parts[1]) if len(parts) > 1 else rate
+            if len(parts) > 2:
+                raise ValueError(kind)
+            return NoisyAgent(rate, seed=seed, spoil=spoil)
         except ValueError as e:
             raise ValueError(
-                f"bad noisy agent {kind!r}: write noisy:<rate> with rate in [0, 1], e.g. noisy:0.3"
+                f"bad noisy agent {kind!r}: write noisy:<rate>[:<spoil>] with values in [0, 1], "
+                "e.g. noisy:0.3"
             ) from e
     if kind == "openai":
         from agentharness.agents.openai_agent import OpenAIAgent

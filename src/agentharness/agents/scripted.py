@@ -7,6 +7,7 @@ training data like any model's.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from typing import Any
 
@@ -122,33 +123,97 @@ def sample_from_schema(
 
 
 class NoisyAgent:
-    """The expert, but each turn is replaced by a random tool call with probability ``rate``."""
+    """The expert with noise: random tool calls, and spoiled answers.
 
-    def __init__(self, rate: float, seed: int = 0) -> None:
-        if not 0.0 <= rate <= 1.0:
-            raise ValueError(f"noisy rate must be in [0, 1], got {rate}")
+    Each turn is replaced by a random tool call with probability ``rate`` (the expert
+    recovers from those: it reads the conversation). With probability ``spoil`` the
+    episode's answer is spoiled, so the failure reaches the reward: every call of the
+    task's answer tool carries perturbed arguments (numbers moved 20-50%, lists
+    reordered), or, where the task has no answer tool, the agent gives up after a few
+    turns. ``bootcamp eval --agent noisy:0.3`` sets both to 0.3, so about 30% of
+    episodes fail; ``noisy:0.3:0`` keeps the random calls and never spoils.
+    """
+
+    def __init__(self, rate: float, seed: int = 0, spoil: float = 0.0) -> None:
+        for name, value in (("rate", rate), ("spoil", spoil)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"noisy {name} must be in [0, 1], got {value}")
         self.rate = rate
+        self.spoil = spoil
         self.seed = seed
-        self.name = f"noisy:{rate:g}"
+        self.name = f"noisy:{rate:g}" if spoil == rate else f"noisy:{rate:g}:{spoil:g}"
 
     def policy(self, instance: Instance, sample: int = 0) -> _NoisyPolicy:
-        expert = get_task(instance.task).expert(instance)
-        return _NoisyPolicy(expert, self.rate, _rng_for(instance, f"noisy:{self.rate}:{self.seed}:{sample}"))
+        spec = get_task(instance.task)
+        rng = _rng_for(instance, f"noisy:{self.rate}:{self.seed}:{sample}")
+        spoiled = rng.random() < self.spoil
+        final = next((t.name for t in spec.world.tool_specs().values() if t.final), None)
+        return _NoisyPolicy(spec.expert(instance), self.rate, rng, spoiled, final)
 
     async def aclose(self) -> None:
         return None
 
 
 class _NoisyPolicy:
-    def __init__(self, expert: ExpertPolicy, rate: float, rng: random.Random) -> None:
+    def __init__(
+        self,
+        expert: ExpertPolicy,
+        rate: float,
+        rng: random.Random,
+        spoiled: bool = False,
+        final_tool: str | None = None,
+    ) -> None:
         self.expert, self.rate, self.rng = expert, rate, rng
+        self.spoiled, self.final_tool = spoiled, final_tool
+        self.give_up_at = rng.randint(1, 8) if spoiled and final_tool is None else None
         self.n = 0
 
     async def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> AgentTurn:
         self.n += 1
+        if self.give_up_at is not None and self.n >= self.give_up_at:
+            return AgentTurn(assistant("I am stuck and will stop here."))
         if self.rng.random() < self.rate:
             return AgentTurn(random_tool_turn(self.rng, tools, self.n))
-        return AgentTurn(self.expert.next_turn(messages))
+        turn = self.expert.next_turn(messages)
+        if self.spoiled and turn.tool_calls:
+            calls = [
+                self._spoil(c) if c.function.name == self.final_tool else c for c in turn.tool_calls
+            ]
+            turn = turn.model_copy(update={"tool_calls": calls})
+        return AgentTurn(turn)
+
+    def _spoil(self, call: ToolCall) -> ToolCall:
+        try:
+            args = json.loads(call.function.arguments)
+        except json.JSONDecodeError:
+            return call
+        return ToolCall.make(call.id, call.function.name, perturb(self.rng, args))
+
+
+def perturb(rng: random.Random, value: Any) -> Any:
+    """A nearby but wrong value: numbers moved 20-50% either way, lists reordered."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        factor = rng.uniform(0.2, 0.5) * rng.choice((-1, 1))
+        moved = value * (1 + factor) if value else factor
+        return (
+            round(moved)
+            if isinstance(value, int) and round(moved) != value
+            else (value + rng.choice((-1, 1)) if isinstance(value, int) else moved)
+        )
+    if isinstance(value, dict):
+        return {k: perturb(rng, v) for k, v in value.items()}
+    if isinstance(value, list):
+        if len(value) > 1 and all(isinstance(v, str) for v in value) and len(set(value)) > 1:
+            items = list(value)  # labels stay valid; their order is wrong
+            while items == value:
+                rng.shuffle(items)
+            return items
+        return [perturb(rng, v) for v in value]
+    if isinstance(value, str):
+        return value[::-1] if len(value) > 1 and value[::-1] != value else value + "?"
+    return value
 
 
 class NothingAgent:

@@ -42,6 +42,10 @@ def mine_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     examples: Annotated[int, typer.Option(help="example episodes per cluster")] = 3,
     top: Annotated[int, typer.Option(help="clusters to print")] = 10,
+    out: Annotated[
+        Path | None,
+        typer.Option("-o", "--out", help="also write the report as JSON (read by `report --html`)"),
+    ] = None,
 ) -> None:
     """Failure clusters: what fails (task, difficulty, knob bins, end reason, weakest reward
     component) and how often, with example episodes."""
@@ -54,6 +58,12 @@ def mine_cmd(
         runs=[str(r) for r in runs],
         warnings=_warn_mixed_runs(loaded),
     )
+    if out is not None:
+        if out.is_dir():
+            raise fail(f"{out} is a directory; -o takes a file such as mine.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report.model_dump_json(indent=2))
+        err.print(f"wrote {out}", markup=False, highlight=False)
     if as_json:
         print(report.model_dump_json(indent=2))
         return

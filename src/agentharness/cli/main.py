@@ -152,7 +152,10 @@ def generate(
 @app.command("eval")
 def eval_(
     agent: Annotated[
-        str, typer.Option(help="openai | local | expert | noisy:<rate> | random | nothing | lazy:<kind>")
+        str,
+        typer.Option(
+            help="openai | local | expert | noisy:<rate> | random | nothing | lazy:<kind>"
+        ),
     ] = "expert",
     model: Annotated[
         str | None, typer.Option(help="model name (openai) or path/'smollm2' (local)")
@@ -311,7 +314,9 @@ def eval_(
     causes = _error_causes(finished)
     if finished and len(causes) == 1 and sum(causes.values()) == len(finished):
         (cause,) = causes
-        raise fail(f"all {len(finished)} episodes of this eval failed the same way: {cause}", code=1)
+        raise fail(
+            f"all {len(finished)} episodes of this eval failed the same way: {cause}", code=1
+        )
     for cause, count in causes.most_common():
         warn(f"{count} of {len(finished)} episodes failed: {cause}")
     if result.failed_to_generate and not finished:
@@ -363,10 +368,37 @@ def _progress() -> Any:
     )
 
 
+def _nested_runs(path: Path) -> list[Path]:
+    """Run directories inside a loop directory (two levels deep), in order."""
+    from agentharness.store.run import EPISODES
+
+    return sorted(
+        p.parent for pattern in ("*/" + EPISODES, "*/*/" + EPISODES) for p in path.glob(pattern)
+    )
+
+
 def _print_report(run: Path, as_json: bool) -> None:
     from agentharness.store.run import RunDir, RunDirError
     from agentharness.store.summary import summarize
 
+    if run.is_dir() and not RunDir(run).episodes_path.exists() and _nested_runs(run):
+        # A loop directory: every run it holds, each under its own heading.
+        nested = _nested_runs(run)
+        if as_json:
+            print(
+                json.dumps(
+                    {
+                        str(p.relative_to(run)): summarize(list(RunDir(p).episodes()))
+                        for p in nested
+                    },
+                    indent=2,
+                )
+            )
+            return
+        for p in nested:
+            console.rule(str(p.relative_to(run)))
+            _print_report(p, as_json=False)
+        return
     try:
         records = list(RunDir(run).episodes())
     except RunDirError as e:
@@ -378,19 +410,27 @@ def _print_report(run: Path, as_json: bool) -> None:
     if not records:
         console.print(f"{run}: no episodes yet")
         return
+    # pass@k says something only with several samples per instance.
+    with_k = any(s["k"] > 1 for s in summary.values())
     table = Table(
-        "task", "episodes", "mean reward", "success", "pass@1", "pass@k", "turns", "end reasons"
+        "task",
+        "episodes",
+        "mean reward",
+        "success",
+        *(["pass@1", "pass@k"] if with_k else []),
+        "turns",
+        "end reasons",
     )
     for task, s in summary.items():
         reasons = ", ".join(f"{k}={v}" for k, v in s["end_reasons"].items())
         pass_k = s[f"pass@{s['k']}"]
+        passes = [f"{s['pass@1']:.2f}", f"{pass_k:.2f} (k={s['k']})"]
         table.add_row(
             task,
             str(s["episodes"]),
             f"{s['mean_reward']:.3f}",
             f"{s['success_rate']:.2f}",
-            f"{s['pass@1']:.2f}",
-            f"{pass_k:.2f} (k={s['k']})",
+            *(passes if with_k else []),
             f"{s['mean_turns']:.1f}",
             reasons,
         )

@@ -300,27 +300,22 @@ def _clusters_of(data: Any) -> list[dict[str, Any]] | None:
 
 
 def _computed_clusters(runs: list[LoadedRun]) -> list[dict[str, Any]]:
-    """Failed episodes grouped by run, task, end reason and difficulty, biggest first."""
+    """``bootcamp mine``'s clusters of each run, biggest first (for runs without mine.json)."""
+    from agentharness.loop.mine import mine
+
     out: list[dict[str, Any]] = []
     for run in runs:
-        totals = Counter(r.task for r in run.records)
-        groups: dict[tuple[str, str, str], list[EpisodeRecord]] = defaultdict(list)
-        for r in run.records:
-            if not r.reward.success:
-                groups[(r.task, r.end_reason, r.difficulty)].append(r)
-        for (task, reason, difficulty), recs in groups.items():
-            out.append(
-                {
-                    "run": run.name,
-                    "task": task,
-                    "end_reason": reason,
-                    "difficulty": difficulty,
-                    "failures": len(recs),
-                    "rate": len(recs) / totals[task],
-                    "mean_reward": statistics.fmean(r.reward.total for r in recs),
-                    "examples": ", ".join(sorted(r.episode_id for r in recs)[:2]),
-                }
+        for cluster in mine(run.records, examples=2).clusters:
+            row = cluster.model_dump(
+                include={"task", "difficulty", "end_reason", "weakest", "failures", "episodes"}
             )
+            row.update(
+                run=run.name,
+                rate=cluster.rate,
+                mean_reward=cluster.mean_reward,
+                examples=", ".join(e.episode_id for e in cluster.examples),
+            )
+            out.append(row)
     out.sort(key=lambda c: (-c["failures"], c["run"], c["task"], c["end_reason"], c["difficulty"]))
     return out
 
@@ -589,8 +584,9 @@ def render(data: ReportData) -> str:
                 parts.append('<p class="note">no clusters (no failures)</p>')
     elif computed:
         parts.append(
-            '<p class="note">No mine.json found: failed episodes grouped by run, task, end '
-            "reason and difficulty (run `bootcamp mine` for finer clusters).</p>"
+            '<p class="note">No mine.json found: these are the clusters <code>bootcamp mine</code> '
+            "finds in each run (task, difficulty, knob bins, end reason, weakest reward "
+            "component).</p>"
         )
         top = computed[:12]
         labels = [f"{c['task']} {c['end_reason']} {c['difficulty']}" for c in top]

@@ -427,6 +427,11 @@ class Loop:
         loaded = load_run(before, allow_empty=True)
         report = mine(loaded.records, runs=[str(before)], warnings=loaded.warnings)
         atomic_write(out, report.model_dump_json(indent=2))
+        if report.episodes and not report.failures:
+            self.log(
+                f"the student solved all {report.episodes} held-out episodes: no failure to learn "
+                "from. Try a weaker student (e.g. noisy:0.5) or a harder --difficulty."
+            )
         return {
             "episodes": report.episodes,
             "failures": report.failures,
