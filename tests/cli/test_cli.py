@@ -217,7 +217,9 @@ def test_openai_preflight_says_in_one_line_what_is_wrong(tmp_path: Path) -> None
         assert ok.exit_code == 0, ok.output
 
 
-def test_errors_print_once_and_keep_brackets(tmp_path: Path) -> None:
+def test_errors_print_once_and_keep_brackets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     r = runner.invoke(app, ["eval", "--instances", str(tmp_path / "none.jsonl")])
     assert r.exit_code == 2 and [ln for ln in r.output.splitlines() if "error" in ln] == [
         f"error: instances file {tmp_path / 'none.jsonl'} does not exist (make one with "
@@ -225,8 +227,10 @@ def test_errors_print_once_and_keep_brackets(tmp_path: Path) -> None:
     ]
     from agentharness.cli.app import fail
 
+    capsys.readouterr()
     with pytest.raises(typer.Exit):
         raise fail("pip install 'agentharness[train]'")
+    assert capsys.readouterr().err == "error: pip install 'agentharness[train]'\n"
 
 
 def test_a_bad_knob_is_one_line_naming_knob_value_and_range() -> None:

@@ -20,10 +20,11 @@ def test_guess_bins_are_anchored_at_the_presets() -> None:
     spec = get_task("guess")
     kb = knob_bins(spec)["high"]
     assert kb.numeric and kb.integer
-    assert kb.label(10) == kb.label(2) == "<55 ~easy"
-    assert kb.label(100) == kb.label(549) == "[55,550) ~medium"
-    assert kb.label(550) == "[550,1450) ~hard"
-    assert kb.label(5000) == ">=1450"
+    # presets: easy 100, medium 1000, hard 10000; edges halfway between them
+    assert kb.label(100) == kb.label(2) == "<550 ~easy"
+    assert kb.label(1000) == kb.label(5499) == "[550,5500) ~medium"
+    assert kb.label(5500) == "[5500,14500) ~hard"
+    assert kb.label(50000) == ">=14500"
 
 
 @pytest.mark.parametrize("spec", all_tasks(), ids=lambda s: s.id)
@@ -62,4 +63,4 @@ def test_shift_is_none_when_nothing_can_move() -> None:
     spec = get_task("guess")
     floor = {"high": 2}
     assert shifted_config(spec, floor, "easy", -1) is None
-    assert shifted_config(spec, floor, "easy", +1) == {"high": 47}
+    assert shifted_config(spec, floor, "easy", +1) == {"high": 452}

@@ -23,7 +23,7 @@ def test_clusters_partition_the_failures_with_rates(noisy_guess: Path) -> None:
         assert {m.end_reason for m in members} == {c.end_reason}
         assert {weakest_component(m.reward) for m in members} == {c.weakest}
         assert {m.difficulty for m in members} == {c.difficulty} == {"medium"}
-        assert c.params == {"high": "[55,550) ~medium"} and c.off_preset == {}
+        assert c.params == {"high": "[550,5500) ~medium"} and c.off_preset == {}
         assert c.episodes == len(records)  # all episodes share these conditions
         assert c.rate == c.failures / c.episodes
         assert 1 <= len(c.examples) <= 3
@@ -41,18 +41,18 @@ def test_mine_is_a_pure_function_of_the_records(noisy_guess: Path) -> None:
 
 def test_conditions_separate_difficulties_and_knob_bins(tmp_path: Path) -> None:
     make_run(tmp_path / "a", "noisy:0.6", n=8, difficulty="easy")
-    make_run(tmp_path / "b", "noisy:0.6", n=8, difficulty="easy", high=300)
+    make_run(tmp_path / "b", "noisy:0.6", n=8, difficulty="easy", high=3000)
     records = records_of(tmp_path / "a") + records_of(tmp_path / "b")
     report = mine(records)
     conditions = {(c.difficulty, c.params["high"]) for c in report.clusters}
-    assert ("easy", "[55,550) ~medium") in conditions
-    off = [c for c in report.clusters if c.params["high"].startswith("[55")]
-    assert off and all(c.off_preset == {"high": "[55,550) ~medium"} for c in off)
+    assert ("easy", "[550,5500) ~medium") in conditions
+    off = [c for c in report.clusters if c.params["high"].startswith("[550")]
+    assert off and all(c.off_preset == {"high": "[550,5500) ~medium"} for c in off)
     for c in off:
         assert c.episodes == 8  # rate is relative to the episodes under the same knobs
     # knob bins that vary within a task get their own failure table
     groups = {s.group for s in report.by_knob}
-    assert groups == {"guess-v1: high <55 ~easy", "guess-v1: high [55,550) ~medium"}
+    assert groups == {"guess-v1: high <550 ~easy", "guess-v1: high [550,5500) ~medium"}
 
 
 def test_weakest_component_is_the_lowest_and_ties_go_to_the_first() -> None:

@@ -35,7 +35,7 @@ def test_same_instance_different_agents_are_different_episodes(tmp_path: Path) -
     run_dir.create({})
     asyncio.run(run(plan_instances([inst]), ExpertAgent(), run_dir))
     asyncio.run(run(plan_instances([inst]), NoisyAgent(1.0), run_dir))
-    assert {r.agent for r in run_dir.episodes()} == {"expert", "noisy:1"}
+    assert {r.agent for r in run_dir.episodes()} == {"expert", "noisy:1:0"}
 
 
 def test_episode_timeout_is_recorded(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from agentharness.cli.app import app, console, fail
 
@@ -35,7 +34,7 @@ def serve_command(
     try:
         from agentharness.serve.app import create_app  # names the extra when it is missing
     except ImportError as e:
-        raise fail(escape(str(e))) from e  # escape: rich would eat "[serve]" as markup
+        raise fail(str(e)) from e
     import uvicorn
 
     console.print(

@@ -34,7 +34,8 @@ def is_number(value: Any) -> bool:
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.4g}"
+    # Whole numbers print whole (14500, not 1.45e+04); others to 4 significant digits.
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e12 else f"{x:.4g}"
 
 
 @dataclass(frozen=True)
