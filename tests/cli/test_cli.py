@@ -253,3 +253,21 @@ def test_max_turns_overrides_only_the_turn_limit(tmp_path: Path) -> None:
 def test_show_says_where_images_go(tmp_path: Path) -> None:
     r = invoke("show", "tsp_vision", "--difficulty", "easy", "--images-dir", str(tmp_path))
     assert f"(image saved to {tmp_path.resolve()}" in r.output.replace("\n", "")
+
+
+def test_no_color_turns_off_every_ansi_style(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    assert _eval(out, "--agent", "expert").exit_code == 0
+    cmd = [sys.executable, "-m", "agentharness.cli", "report", str(out)]
+    env = {**os.environ, "FORCE_COLOR": "1", "TERM": "xterm-256color"}
+    env.pop("NO_COLOR", None)
+    styled = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    assert "\x1b[" in styled  # a terminal gets styles ...
+    plain = subprocess.run(
+        cmd, env={**env, "NO_COLOR": "1"}, capture_output=True, text=True, check=True
+    ).stdout
+    assert "\x1b[" not in plain and "guess-v1" in plain  # ... unless NO_COLOR is set

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -16,9 +17,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+# NO_COLOR (https://no-color.org) turns off every ANSI style, bold included.
+_PLAIN = {"color_system": None} if os.environ.get("NO_COLOR") else {}
 # Piped output (logs, CI) gets wide tables instead of rich's 80-column default.
-console = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, soft_wrap=True)
+console = Console(width=None if sys.stdout.isatty() else 160, **_PLAIN)  # type: ignore[arg-type]
+err = Console(stderr=True, soft_wrap=True, **_PLAIN)  # type: ignore[arg-type]
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
