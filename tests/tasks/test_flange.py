@@ -332,9 +332,9 @@ def test_the_v2_leaks_are_gone() -> None:
             f"{d['outer_d']:g}",
             f"{d['bore_d']:g}",
             f"{(d['outer_d'] - d['bcd']) / 2:g}",
-            f"{d['load_kn']:.1f}",
+            f"{d['load_kn']:g}",
             f"{d['limit_mm']:g}",
-            f"{d['budget_usd']:.2f}",
+            f"{d['budget_usd']:g}",
         }
         ep = episode_for(inst)
         guess = {
@@ -343,17 +343,21 @@ def test_the_v2_leaks_are_gone() -> None:
             "bolt_circle_diameter": 900.0,
             "load_kn": 12.345,
         }
-        texts = []
+        replies: list[tuple[str, str]] = []  # (what the agent sent, what it heard)
         for t, n, b in ((500, 32, 36), (3, 32, 36), (3, 4, 36), (3, 4, 10), (20, 8, 16)):
             design = {"thickness": t, "material": "steel_A36", "n_bolts": n, "bolt_diameter": b}
             for name in ("analyze", "cost"):
-                texts.append(ep.world.execute(name, design).text)
-                texts.append(ep.world.execute(name, {**design, **guess}).text)
+                for args in (design, {**design, **guess}):
+                    replies.append((json.dumps(args), ep.world.execute(name, args).text))
         ep.step(assistant("thinking"))  # the nudge after no tool call
-        texts.append(ep.messages[-1].text)
-        for text in texts:
-            numbers = set(re.findall(r"\d+(?:\.\d+)?", text))
-            assert not (numbers & secret), (text, numbers & secret)
+        replies.append(("", ep.messages[-1].text))
+
+        def numbers(text: str) -> set[str]:
+            return {f"{float(x):g}" for x in re.findall(r"\d+(?:\.\d+)?", text)}
+
+        for sent, heard in replies:
+            leaked = (numbers(heard) - numbers(sent)) & secret
+            assert not leaked, (heard, leaked)
 
 
 def test_submit_checks_only_the_drawing_free_rules() -> None:

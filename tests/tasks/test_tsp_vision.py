@@ -384,6 +384,18 @@ def test_expert_solves(difficulty: str) -> None:
     assert [c.name for c in ep.tool_calls] == ["tour_length", "submit_tour"]
 
 
+def test_expert_submits_when_the_checks_are_used_up() -> None:
+    inst = _instance(2, "easy")
+    ep = episode_for(inst)
+    labels = inst.public["labels"]
+    for k in range(inst.config["max_checks"]):
+        ep.step(_call("tour_length", labels[k:] + labels[:k], k + 1))
+    expert = SPEC.expert(inst)
+    while not ep.done:
+        ep.step(expert.next_turn(ep.messages))
+    assert ep.end_reason == "answered" and ep.reward().success
+
+
 def test_expert_survives_noise() -> None:
     for seed in range(4):
         ep = _run(_instance(seed, "medium"), NoisyAgent(0.4, seed=seed))

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from agentharness.core.instance import Instance
 from agentharness.core.tools import ToolError, ToolResult, World, tool
-from agentharness.tasks.flange.generator import design_of, geometry_of
+from agentharness.tasks.flange.generator import design_of
 from agentharness.tasks.flange.simulator import (
     Analysis,
     Cost,
@@ -68,12 +68,10 @@ def _stiffness_hint(result: Analysis) -> str:
 
 
 class FlangeWorld(World):
-    """One episode's flange: the drawing (for the reward only) and a call log."""
+    """One episode's flange tools and a call log; the drawing is the reward's business."""
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
-        self.geometry = geometry_of(instance)  # the drawing's: used by the reward, not the tools
-        self.budget = float(instance.hidden["budget_usd"])
         self.checks = 0  # analyze + cost calls (the efficiency component counts them)
         self.history: list[dict[str, Any]] = []
 
@@ -100,10 +98,6 @@ class FlangeWorld(World):
             return run_analysis(geom, design), run_cost(geom, design)
         except DesignError as e:
             raise ToolError(f"design rejected: {e}") from e
-
-    def evaluate(self, design: Design) -> tuple[Analysis, Cost]:
-        """Both models on the drawing's own geometry (the reward's view)."""
-        return self.run(self.geometry, design)
 
     @staticmethod
     def _label(d: Design) -> str:

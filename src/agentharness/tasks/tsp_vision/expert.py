@@ -53,7 +53,10 @@ class TspVisionExpert:
         call_id = f"expert_{self.n}"
         order = {"order": self.solution}
         route = " -> ".join([*self.solution, self.solution[0]])
-        if not self._checked(messages):
+        out_of_checks = any(
+            m.role == "tool" and "no tour_length checks left" in m.text for m in messages
+        )
+        if not self._checked(messages) and not out_of_checks:
             cities = self.instance.hidden["cities"]
             labels = self.instance.public["labels"]
             read = ", ".join(
