@@ -108,3 +108,42 @@ def test_non_assistant_garbage_turn_is_feedback(guess_env) -> None:
     ep = guess_env.reset(seed=3)
     obs = ep.step({"role": "assistant", "content": 12345})  # type: ignore[dict-item]
     assert obs.format_error and not obs.done
+
+
+def test_tool_results_are_recorded_as_data_beside_the_text(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from agentharness.core import Instance, World, tool
+    from agentharness.store.run import RunDir
+
+    class Lab(World):
+        @tool
+        def measure(self, x: int) -> dict[str, int]:
+            """Measure.
+
+            Args:
+                x: input.
+            """
+            return {"double": 2 * x}
+
+    env = make("guess", difficulty="easy")
+    ep = env.reset(seed=1)
+    obs = ep.step(call("probe", guess=0))  # the tool refuses: an error outcome
+    (refused,) = obs.messages
+    assert refused.outcome is not None and refused.outcome.is_error and refused.outcome.data is None
+    assert ep.tool_calls[-1].is_error and ep.tool_calls[-1].data is None
+    assert "outcome" not in refused.to_openai()  # never sent to a model
+
+    inst = Instance(task="x-v1", seed=0, difficulty="easy", config={}, public={}, hidden={})
+    result = Lab(inst).execute("measure", {"x": 4})
+    assert result.data == {"double": 8} and result.text == '{"double": 8}'
+
+    obs = ep.step(call("probe", guess=3))
+    assert obs.messages[0].outcome is not None and not obs.messages[0].outcome.is_error
+    ep.step(call("answer", number=3))
+    from agentharness.store.schema import EpisodeRecord, Timings
+
+    record = EpisodeRecord.from_episode(ep, agent="t", sample=0, timings=Timings(started_at=0.0))
+    run = RunDir(tmp_path)
+    run.create({})
+    run.append(record)
+    (back,) = list(run.episodes())
+    assert back == record and back.messages[3].outcome == refused.outcome

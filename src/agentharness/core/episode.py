@@ -20,7 +20,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentharness.core.instance import Instance
-from agentharness.core.messages import Message, coerce_message, tool_message, user
+from agentharness.core.messages import (
+    Message,
+    ToolOutcome,
+    coerce_message,
+    tool_message,
+    user,
+)
 from agentharness.core.parsing import ParsedCall, parse_turn
 from agentharness.core.reward import Reward
 from agentharness.core.task import Budgets, TaskSpec
@@ -78,6 +84,7 @@ class ToolCallRecord(BaseModel):
     arguments: dict[str, Any]
     result: str
     is_error: bool
+    data: Any = None  # the result as a JSON value, when the tool gave one
     step_reward: float | None = None
     metrics: dict[str, float] = Field(default_factory=dict)
 
@@ -107,7 +114,7 @@ class Trajectory:
 class Episode:
     """One episode: prompt, world, budgets and the conversation so far."""
 
-    spec: TaskSpec
+    spec: TaskSpec[Any]
     instance: Instance
     budgets: Budgets
     world: World = field(init=False)
@@ -219,11 +226,13 @@ class Episode:
                     arguments=call.arguments,
                     result=result.text,
                     is_error=result.is_error,
+                    data=result.data,
                     step_reward=result.step_reward,
                     metrics=result.metrics,
                 )
             )
-            new.append(tool_message(call.id, call.name, result.text))
+            outcome = ToolOutcome(data=result.data, is_error=result.is_error)
+            new.append(tool_message(call.id, call.name, result.text, outcome))
             images.extend(result.images)
             step_reward += result.step_reward or 0.0
             if result.done:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class Instance(BaseModel):
@@ -28,6 +30,24 @@ class Instance(BaseModel):
     provenance: dict[str, Any] | None = Field(
         default=None, description="Where a synthesized instance came from (cluster, episodes)."
     )
+    # Typed views of public/hidden, validated once per instance and model.
+    _views: dict[tuple[str, type], BaseModel] = PrivateAttr(default_factory=dict)
+
+    def public_as(self, model: type[M]) -> M:
+        """``public`` read through the task's own pydantic model (validated once, cached)."""
+        return self._view("public", model)
+
+    def hidden_as(self, model: type[M]) -> M:
+        """``hidden`` read through the task's own pydantic model (validated once, cached)."""
+        return self._view("hidden", model)
+
+    def _view(self, part: str, model: type[M]) -> M:
+        key = (part, model)
+        view = self._views.get(key)
+        if view is None:
+            view = model.model_validate(getattr(self, part))
+            self._views[key] = view
+        return view  # type: ignore[return-value]
 
     @property
     def instance_id(self) -> str:

@@ -1,9 +1,12 @@
 """Chat messages in the OpenAI chat schema.
 
-Messages are frozen pydantic models whose ``model_dump`` is exactly the OpenAI wire
-format, so they go to any OpenAI-compatible endpoint unchanged. Content is either a
-string or a list of parts (text and PNG images). In memory an image is a base64
-``data:`` URL; the run store swaps it for a file reference when it writes a log.
+Messages are frozen pydantic models whose :meth:`Message.to_openai` is exactly the
+OpenAI wire format, so they go to any OpenAI-compatible endpoint unchanged. Content is
+either a string or a list of parts (text and PNG images). In memory an image is a
+base64 ``data:`` URL; the run store swaps it for a file reference when it writes a log.
+
+A tool message also carries the call's :class:`ToolOutcome` — its structured data and
+whether it failed — for scripted policies and analysis; it is never sent to a model.
 """
 
 from __future__ import annotations
@@ -69,8 +72,20 @@ class ToolCall(_Frozen):
         return cls(id=id, function=FunctionCall(name=name, arguments=args))
 
 
+class ToolOutcome(_Frozen):
+    """A tool call's result as data, beside the text the model reads.
+
+    ``data`` is what the tool returned (a JSON value; ``None`` for a text-only result)
+    and ``is_error`` says whether the call failed. Scripted experts read this instead of
+    parsing the text; nothing here is sent to a model (the text says the same in words).
+    """
+
+    data: Any = None
+    is_error: bool = False
+
+
 class Message(_Frozen):
-    """One chat message. ``model_dump(exclude_none=True)`` is the OpenAI wire format."""
+    """One chat message. :meth:`to_openai` is the OpenAI wire format."""
 
     role: Role
     content: str | list[ContentPart] | None = None
@@ -79,6 +94,8 @@ class Message(_Frozen):
     name: str | None = None
     # Reasoning text some servers return separately (vLLM ``reasoning_content``).
     reasoning_content: str | None = None
+    # Tool messages: the structured result (kept in logs; never sent to a model).
+    outcome: ToolOutcome | None = None
 
     @property
     def text(self) -> str:
@@ -96,7 +113,7 @@ class Message(_Frozen):
         return []
 
     def to_openai(self) -> dict[str, Any]:
-        return self.model_dump(exclude_none=True)
+        return self.model_dump(exclude_none=True, exclude={"outcome"})
 
 
 def system(text: str) -> Message:
@@ -116,8 +133,10 @@ def assistant(text: str | None = None, tool_calls: list[ToolCall] | None = None)
     return Message(role="assistant", content=text, tool_calls=tool_calls or None)
 
 
-def tool_message(call_id: str, name: str, text: str) -> Message:
-    return Message(role="tool", tool_call_id=call_id, name=name, content=text)
+def tool_message(
+    call_id: str, name: str, text: str, outcome: ToolOutcome | None = None
+) -> Message:
+    return Message(role="tool", tool_call_id=call_id, name=name, content=text, outcome=outcome)
 
 
 def png_bytes(image: Any) -> bytes:

@@ -33,7 +33,7 @@ BUILTIN_TASKS: tuple[str, ...] = (
     "tsp_vision",
 )
 
-_REGISTRY: dict[str, TaskSpec] = {}
+_REGISTRY: dict[str, TaskSpec[Any]] = {}
 _loaded = False
 
 _ID = re.compile(r"^(?P<name>[a-z][a-z0-9_]*)(?:-v(?P<version>\d+))?$")
@@ -44,7 +44,7 @@ class UnknownTaskError(KeyError):
         return str(self.args[0])
 
 
-def register(spec: TaskSpec) -> TaskSpec:
+def register(spec: TaskSpec[Any]) -> TaskSpec[Any]:
     """Add a task; registering the same id twice with a different spec is an error."""
     existing = _REGISTRY.get(spec.id)
     if existing is not None and existing is not spec:
@@ -72,12 +72,12 @@ def _load_all() -> None:
             warnings.warn(f"could not load task entry point {ep.name!r}: {e}", stacklevel=2)
 
 
-def all_tasks() -> list[TaskSpec]:
+def all_tasks() -> list[TaskSpec[Any]]:
     _load_all()
     return sorted(_REGISTRY.values(), key=lambda s: (s.name, s.version))
 
 
-def get_task(task_id: str) -> TaskSpec:
+def get_task(task_id: str) -> TaskSpec[Any]:
     """Look up ``name-vN``, or ``name`` for its latest version."""
     _load_all()
     m = _ID.match(task_id.strip())
@@ -98,7 +98,7 @@ def get_task(task_id: str) -> TaskSpec:
     raise UnknownTaskError(f"unknown task '{task_id}'. Known tasks: {known}")
 
 
-def resolve_tasks(spec: str) -> list[TaskSpec]:
+def resolve_tasks(spec: str) -> list[TaskSpec[Any]]:
     """``all`` or a comma-separated list of ids (with or without version)."""
     if spec.strip() == "all":
         return all_tasks()
@@ -110,7 +110,7 @@ class Env:
 
     def __init__(
         self,
-        spec: TaskSpec,
+        spec: TaskSpec[Any],
         difficulty: str = "medium",
         budgets: Budgets | None = None,
         **knobs: Any,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -32,6 +32,11 @@ from agentharness.core.tools import World
 
 if TYPE_CHECKING:
     from agentharness.core.episode import Trajectory
+
+
+# A task's own World subclass: the layers that read the world receive exactly it.
+W = TypeVar("W", bound=World)
+W_contra = TypeVar("W_contra", bound=World, contravariant=True)
 
 
 class TaskConfigError(ValueError):
@@ -78,7 +83,7 @@ class Budgets(BaseModel):
         return Budgets.model_validate({**self.model_dump(), **changes})
 
 
-class Interaction:
+class Interaction(Generic[W_contra]):
     """Layer 3: what the agent is told when a turn calls no tool.
 
     The default nudges the agent towards the final tool; tasks override
@@ -90,7 +95,7 @@ class Interaction:
         self.budgets = budgets or Budgets()
 
     def on_no_tool_call(
-        self, instance: Instance, world: World, message: Message, nudges: int
+        self, instance: Instance, world: W_contra, message: Message, nudges: int
     ) -> str | None:
         finals = [s.name for s in type(world).tool_specs().values() if s.final]
         how = f"call `{finals[0]}` with your answer" if finals else "call one of the tools"
@@ -100,10 +105,12 @@ class Interaction:
         )
 
 
-class RewardFunction(Protocol):
+class RewardFunction(Protocol[W_contra]):
     """Layer 4. Re-verify in the world (re-simulate the answer); never trust claims."""
 
-    def __call__(self, instance: Instance, world: World, trajectory: Trajectory) -> Reward: ...
+    def __call__(
+        self, instance: Instance, world: W_contra, trajectory: Trajectory
+    ) -> Reward: ...
 
 
 class ExpertPolicy(Protocol):
@@ -113,8 +120,12 @@ class ExpertPolicy(Protocol):
 
 
 @dataclass(frozen=True)
-class TaskSpec:
-    """A registered task: the four layers, presets, expert and metadata."""
+class TaskSpec(Generic[W]):
+    """A registered task: the four layers, presets, expert and metadata.
+
+    Generic in the task's World subclass ``W``: the interaction and the reward receive
+    that world, typed, so no task downcasts it.
+    """
 
     name: str
     version: int
@@ -123,9 +134,9 @@ class TaskSpec:
     config_model: type[BaseModel]
     difficulties: Mapping[str, Mapping[str, Any]]
     generator: Generator
-    world: type[World]
-    interaction: Interaction
-    reward: RewardFunction
+    world: type[W]
+    interaction: Interaction[W]
+    reward: RewardFunction[W]
     expert: Callable[[Instance], ExpertPolicy]
     solved_threshold: float = 0.9
     tags: tuple[str, ...] = field(default=())

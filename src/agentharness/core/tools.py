@@ -44,9 +44,13 @@ class ToolResult:
 
     ``done`` ends the episode (``end_reason`` says why: ``answered`` for a final answer,
     ``completed`` when the world itself finished, e.g. a poker session ran out of hands).
+    ``data`` is the result as a JSON value, for scripted policies and analysis (a tool
+    returning a ``dict`` or ``list`` gets it set to that); ``text`` is what the model
+    reads and must say the same.
     """
 
     text: str
+    data: Any = None
     images: tuple[bytes, ...] = ()
     step_reward: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
@@ -241,7 +245,8 @@ def _as_result(out: Any) -> ToolResult:
         return out
     if isinstance(out, str):
         return ToolResult(text=out)
-    return ToolResult(text=json.dumps(_jsonable(out), sort_keys=False))
+    data = _jsonable(out)
+    return ToolResult(text=json.dumps(data, sort_keys=False), data=data)
 
 
 def _jsonable(v: Any) -> Any:

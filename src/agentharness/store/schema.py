@@ -3,6 +3,8 @@
 Version history:
 
 * 1 — first release.
+* 2 — tool messages carry ``outcome`` (structured data, error flag) and tool call
+  records carry ``data``; version-1 records read unchanged.
 
 Readers accept every version they know; a record from a newer version is rejected
 with a message saying to upgrade agentharness.
@@ -19,7 +21,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 from agentharness.core.reward import Reward
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Timings(BaseModel):
