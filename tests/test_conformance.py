@@ -24,7 +24,7 @@ def test_task_conforms(spec) -> None:
     failures = [f"{r.name}: {r.detail}" for r in report.results if not r.passed]
     assert report.adversarial is not None
     assert not failures, "\n".join(failures) + "\n" + report.adversarial.table()
-    assert [r.name for r in report.results][-1] == "adversarial" and len(report.results) == 6
+    assert [r.name for r in report.results][-1] == "adversarial" and len(report.results) == 7
 
 
 # -- the adversarial check catches reward hacks -----------------------------------------

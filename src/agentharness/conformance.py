@@ -5,6 +5,8 @@
 * random and do-nothing policies score clearly lower than the expert;
 * instances, trajectories and rewards round-trip through the log format;
 * bad tool arguments and malformed turns give messages, not exceptions;
+* imitable: every number the expert acts on was visible before it acted
+  (:mod:`agentharness.imitability`), unless the task declares ``imitable=False``;
 * adversarial: no lazy policy earns reward (see :func:`adversarial_check`).
 """
 
@@ -202,12 +204,25 @@ def check_task(
             f"{d}={name} {adv.scores[name][d].mean:.2f}" for d, name in best.items()
         )
 
+    def imitable() -> str:
+        from agentharness.imitability import imitability_check
+
+        found = imitability_check(spec, seeds=seeds)
+        if spec.imitable:
+            assert not found.flagged, (
+                f"{found.summary()}; give the task a tool that computes such values and have "
+                "the expert call it, or set imitable=False on its TaskSpec"
+            )
+            return found.summary()
+        return f"declared not imitable: {found.summary()}"
+
     guarded("determinism", determinism)
     if instances:
         guarded("expert_solves", expert_solves)
         guarded("baselines_lower", baselines_lower)
         guarded("round_trip", round_trip)
         guarded("bad_input", bad_input)
+        guarded("imitable", imitable)
         if adversarial_seeds > 0:
             guarded("adversarial", adversarial)
     return report

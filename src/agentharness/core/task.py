@@ -144,6 +144,10 @@ class TaskSpec(Generic[W]):
     # read the image. The adversarial check runs it with ``instance.hidden`` emptied and
     # every image blanked; it must earn next to nothing, or the image is not needed.
     blind_policy: Callable[[Instance], ExpertPolicy] | None = None
+    # The expert acts only on what the conversation shows (the imitability check holds it
+    # to that). False marks an expert that still acts on privileged values: the check
+    # reports them, and its trajectories teach a model to invent numbers.
+    imitable: bool = True
 
     @property
     def id(self) -> str:
