@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import json
 import random
 
 import pytest
@@ -10,14 +10,15 @@ import pytest
 from agentharness.agents.scripted import ExpertAgent, NoisyAgent
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
-from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.messages import Message, ToolOutcome, tool_message
 from agentharness.core.registry import episode_for, get_task
 from agentharness.core.reward import Reward
 from agentharness.core.task import TaskConfigError
-from agentharness.rollout.runner import run_one
 from agentharness.tasks.harmony import reward as repair_reward
 from agentharness.tasks.harmony import simulator
+from agentharness.tasks.harmony.problem import Hidden, Public
 from agentharness.tasks.harmony.simulator import VOICES, ChordInfo
+from agentharness.testing.tasks import call, run_agent, run_expert, step_call
 
 SPEC = get_task("harmony")
 
@@ -27,16 +28,17 @@ def _instance(seed: int = 0, difficulty: str = "easy", **knobs: object) -> Insta
 
 
 def _chords(inst: Instance) -> list[ChordInfo]:
-    return [ChordInfo.from_public(c) for c in inst.public["chords"]]
+    return inst.public_as(Public).chord_infos()
 
 
-def _call(name: str, voices: object, n: int = 1) -> Message:
-    return assistant(tool_calls=[ToolCall.make(f"t{n}", name, {"voices": voices})])
+def _voices(name: str, voices: object, n: int = 1) -> Message:
+    """A turn calling ``name`` (check_harmony or submit_voices) on ``voices``."""
+    return call(name, {"voices": voices}, f"t{n}")
 
 
 def _submit(inst: Instance, voices: object) -> Episode:
     ep = episode_for(inst)
-    obs = ep.step(_call("submit_voices", voices))
+    obs = ep.step(_voices("submit_voices", voices))
     assert obs.done and ep.end_reason == "answered", obs.messages[0].text
     return ep
 
@@ -58,6 +60,17 @@ def test_same_seed_same_instance_and_prompt() -> None:
     pb = [m.model_dump() for m in SPEC.generator.prompt(b)]
     assert pa == pb
     assert _instance(6, "medium").public != a.public
+
+
+def test_problem_models_read_and_dump_the_instance_data_exactly() -> None:
+    for difficulty in ("easy", "medium", "hard"):
+        inst = _instance(1, difficulty)
+        for model, data in ((Public, inst.public), (Hidden, inst.hidden)):
+            assert json.dumps(model.model_validate(data).model_dump(mode="json")) == json.dumps(data)
+        pub = inst.public_as(Public)
+        assert pub is inst.public_as(Public)  # validated once per instance
+        assert pub.given.as_dict() == inst.public["given"]
+        assert [c.figure for c in _chords(inst)] == [c["figure"] for c in inst.public["chords"]]
 
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
@@ -195,25 +208,50 @@ def test_repair_changes_no_more_than_injected() -> None:
 def test_check_reports_positions_and_counts() -> None:
     inst = _instance(1, "medium")
     ep = episode_for(inst)
-    obs = ep.step(_call("check_harmony", inst.public["given"]))
+    obs = ep.step(_voices("check_harmony", inst.public["given"]))
     text = obs.messages[0].text
     assert not obs.done
     assert "error(s)" in text and "parallel" in text and "chord" in text
     assert "Notes changed from the given voices: 0" in text
     assert "a submission with any scores 0" in text
-    obs = ep.step(_call("check_harmony", inst.hidden["solution"], 2))
+    obs = ep.step(_voices("check_harmony", inst.hidden["solution"], 2))
     text = obs.messages[0].text
     assert "0 error(s), 0 warning(s)" in text and "No errors" in text
     assert f"Notes changed from the given voices: {inst.public['n_altered']}" in text
 
 
+def test_tool_results_carry_their_data() -> None:
+    inst = _instance(1, "medium")
+    n_altered = inst.public_as(Public).n_altered
+    ep = episode_for(inst)
+    reply = step_call(ep, "check_harmony", {"voices": inst.public["given"]})
+    assert reply.outcome is not None and not reply.outcome.is_error
+    data = reply.outcome.data
+    assert data["errors"] == sum(x["error"] for x in data["issues"]) > 0
+    assert data["parallels"] >= 1 and data["changed"] == 0 and data["changed_notes"] == []
+    assert data["max_changes"] == n_altered and sum(data["kinds"].values()) == len(data["issues"])
+    assert f"{data['errors']} error(s), {data['warnings']} warning(s)" in reply.text
+    first = data["issues"][0]  # chords are numbered as in the text
+    assert f"chord{'s' if first['spans_next'] else ''} {first['chord']}" in reply.text
+    bad = step_call(ep, "check_harmony", {"voices": {"soprano": ["C4"]}}, "c2")
+    assert bad.outcome is not None and bad.outcome.is_error and bad.outcome.data is None
+    done = step_call(ep, "submit_voices", {"voices": inst.hidden["solution"]}, "c3")
+    assert done.outcome is not None and done.outcome.data == {
+        "errors": 0,
+        "warnings": 0,
+        "parallels": 0,
+        "changed": n_altered,
+    }
+    assert ep.tool_calls[-1].data == done.outcome.data
+
+
 def test_check_names_non_chord_tone() -> None:
     inst = _instance(0, "easy")
     voices = {v: list(x) for v, x in inst.hidden["solution"].items()}
-    first = ChordInfo.from_public(inst.public["chords"][0])
+    first = inst.public_as(Public).chords[0].info()
     assert 1 not in first.pcs  # chord 1 is I of C, G or F major: C# is foreign to it
     voices["soprano"][0] = "C#5"
-    text = episode_for(inst).step(_call("check_harmony", voices)).messages[0].text
+    text = episode_for(inst).step(_voices("check_harmony", voices)).messages[0].text
     assert "chord 1" in text and "not a tone of" in text
 
 
@@ -238,7 +276,7 @@ def test_bad_input_is_an_error_and_episode_continues(voices: object, needle: str
         voices["soprano"][1] = "H4"
     for name in ("check_harmony", "submit_voices"):
         ep = episode_for(inst)
-        obs = ep.step(_call(name, voices))
+        obs = ep.step(_voices(name, voices))
         assert not obs.done
         assert ep.tool_calls[-1].is_error
         assert needle in obs.messages[0].text
@@ -249,7 +287,7 @@ def test_nan_and_missing_arguments_are_errors() -> None:
     inst = _instance(0, "easy")
     ep = episode_for(inst)
     for args in ({}, {"voices": float("nan")}, '{"voices": NaN}', {"voices": None}):
-        ep.step(assistant(tool_calls=[ToolCall.make("x", "check_harmony", args)]))
+        ep.step(call("check_harmony", args, "x"))
         assert ep.tool_calls[-1].is_error
     assert not ep.done
 
@@ -428,7 +466,7 @@ def _freeze_policy(inst: Instance, which: int) -> Reward:
     voices = {v: list(x) for v, x in inst.public["given"].items()}
     chords = _chords(inst)
     for turn in range(12):
-        ep.step(_call("check_harmony", voices, turn))
+        ep.step(_voices("check_harmony", voices, turn))
         real = simulator.to_realization(
             [[simulator.parse_pitch(x) for x in voices[v]] for v in VOICES]
         )
@@ -438,23 +476,20 @@ def _freeze_policy(inst: Instance, which: int) -> Reward:
         for par in report.parallels:
             for name in par.voices if which == 2 else (par.voices[which],):
                 voices[name][par.chord + 1] = voices[name][par.chord]
-    ep.step(_call("submit_voices", voices, 99))
+    ep.step(_voices("submit_voices", voices, 99))
     return ep.reward()
 
 
 def _submit_reward(inst: Instance, voices: object) -> Reward:
     ep = episode_for(inst)
-    ep.step(_call("submit_voices", voices))
+    ep.step(_voices("submit_voices", voices))
     return ep.reward()
 
 
 def _expert_answer(inst: Instance) -> dict[str, object]:
-    ep = episode_for(inst)
-    expert = SPEC.expert(inst)
-    while not ep.done:
-        ep.step(expert.next_turn(ep.messages))
-    assert ep.world.final_answer is not None
-    return ep.world.final_answer
+    answer = run_expert(inst).world.final_answer
+    assert answer is not None
+    return answer
 
 
 def _mean_success(rewards: list[Reward]) -> tuple[float, float]:
@@ -516,7 +551,7 @@ def test_nudges_point_at_the_tools() -> None:
     ep = episode_for(inst)
     obs = ep.step("I think the tenor is wrong.")
     assert "check_harmony" in obs.messages[-1].text
-    ep.step(_call("check_harmony", inst.public["given"], 2))
+    ep.step(_voices("check_harmony", inst.public["given"], 2))
     obs = ep.step("Hmm.")
     assert "parallel" in obs.messages[-1].text and "error" in obs.messages[-1].text
 
@@ -525,7 +560,7 @@ def test_nudges_point_at_the_tools() -> None:
 def test_expert_solves(difficulty: str) -> None:
     for seed in range(3):
         inst = _instance(seed, difficulty)
-        ep, _ = asyncio.run(run_one(inst, ExpertAgent().policy(inst)))
+        ep = run_agent(ExpertAgent(), inst)
         r = ep.reward()
         assert ep.end_reason == "answered" and r.success
         assert r.total >= SPEC.solved_threshold
@@ -533,9 +568,24 @@ def test_expert_solves(difficulty: str) -> None:
         assert ep.turns == 3
 
 
+def test_expert_reads_the_outcome_of_its_checks() -> None:
+    """A check answered with an error is made again; one answered without is built on."""
+    inst = _instance(0, "easy")
+    expert = SPEC.expert(inst)
+    first = expert.next_turn([])
+    (tc,) = first.tool_calls or []
+    assert tc.function.name == "check_harmony"
+    failed = tool_message(tc.id, tc.function.name, "x", ToolOutcome(is_error=True))
+    again = expert.next_turn([first, failed])
+    assert again.tool_calls and again.tool_calls[0].function.arguments == tc.function.arguments
+    ok = tool_message(tc.id, tc.function.name, "Error", ToolOutcome(data={"errors": 1}))
+    fix = expert.next_turn([first, ok])  # the text is not read: the outcome says it worked
+    assert fix.tool_calls and fix.tool_calls[0].function.arguments != tc.function.arguments
+
+
 def test_noisy_expert_still_solves() -> None:
     for seed in range(4):
         inst = _instance(seed, "medium")
-        ep, _ = asyncio.run(run_one(inst, NoisyAgent(0.3, seed=seed).policy(inst)))
+        ep = run_agent(NoisyAgent(0.3, seed=seed), inst)
         assert ep.end_reason == "answered"
         assert ep.reward().total >= SPEC.solved_threshold

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.parsing import answered_calls
 from agentharness.tasks.harmony import simulator
-from agentharness.tasks.harmony.simulator import VOICES, ChordInfo
+from agentharness.tasks.harmony.problem import Public
+from agentharness.tasks.harmony.simulator import VOICES
 
 
 class HarmonyExpert:
@@ -23,9 +22,9 @@ class HarmonyExpert:
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
-        pub = instance.public
-        self.chords = [ChordInfo.from_public(c) for c in pub["chords"]]
-        self.given: dict[str, list[str]] = pub["given"]
+        pub = instance.public_as(Public)
+        self.chords = pub.chord_infos()
+        self.given = pub.given.as_dict()
         self._fixed: dict[str, list[str]] | None = None
         self._changes: list[str] = []
         self.n = 0
@@ -50,21 +49,12 @@ class HarmonyExpert:
     @staticmethod
     def _checked_ok(messages: list[Message], voices: dict[str, list[str]]) -> bool:
         """Was check_harmony already called on ``voices`` and answered without error?"""
-        ids: set[str] = set()
-        for m in messages:
-            calls = (m.tool_calls or []) if m.role == "assistant" else []
-            for tc in calls:
-                if tc.function.name != "check_harmony":
-                    continue
-                try:
-                    args: Any = json.loads(tc.function.arguments)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(args, dict) and args.get("voices") == voices:
-                    ids.add(tc.id)
         return any(
-            m.role == "tool" and m.tool_call_id in ids and not m.text.startswith("Error")
-            for m in messages
+            call.name == "check_harmony"
+            and call.arguments.get("voices") == voices
+            and reply.outcome is not None
+            and not reply.outcome.is_error
+            for call, reply in answered_calls(messages)
         )
 
     def next_turn(self, messages: list[Message]) -> Message:

@@ -11,6 +11,7 @@ from agentharness.core.task import Problem
 from agentharness.tasks.harmony import simulator
 from agentharness.tasks.harmony.config import HarmonyConfig
 from agentharness.tasks.harmony.interaction import BUDGETS
+from agentharness.tasks.harmony.problem import Chord, Hidden, Injected, Lines, Public
 from agentharness.tasks.harmony.simulator import VOICES, ChordInfo, Voicing
 
 MAX_DRAWS = 60
@@ -120,37 +121,39 @@ class HarmonyGenerator:
             given_names, solution_names = _names(given, chords), _names(solution, chords)
             if not (_spelled(given_names, given) and _spelled(solution_names, solution)):
                 continue
-            public = {
-                "key": key_name,
-                "key_label": key_label(key_name),
-                "n_chords": len(chords),
-                "chords": [c.to_public() for c in chords],
-                "given": given_names,
-                "n_altered": len(injections),
-            }
-            hidden = {
-                "solution": solution_names,
-                "solution_midi": simulator.to_lines(solution),
-                "given_midi": simulator.to_lines(given),
-                "injected": [
-                    {
-                        "chord": x.chord,
-                        "voice": VOICES[x.voice],
-                        "original": x.original,
-                        "altered": x.altered,
-                        "error_type": x.error_type,
-                    }
+            public = Public(
+                key=key_name,
+                key_label=key_label(key_name),
+                n_chords=len(chords),
+                chords=tuple(Chord.of(c) for c in chords),
+                given=Lines(**given_names),
+                n_altered=len(injections),
+            )
+            hidden = Hidden(
+                solution=Lines(**solution_names),
+                solution_midi=_midi(solution),
+                given_midi=_midi(given),
+                injected=tuple(
+                    Injected(
+                        chord=x.chord,
+                        voice=VOICES[x.voice],
+                        original=x.original,
+                        altered=x.altered,
+                        error_type=x.error_type,
+                    )
                     for x in injections
-                ],
-            }
-            return Problem(public=public, hidden=hidden)
+                ),
+            )
+            return Problem(
+                public=public.model_dump(mode="json"), hidden=hidden.model_dump(mode="json")
+            )
         raise GenerationError(f"could not draw a harmony exercise for seed {seed} with {config}")
 
     def prompt(self, instance: Instance) -> list[Message]:
-        pub = instance.public
-        chords = [ChordInfo.from_public(c) for c in pub["chords"]]
-        n, k = pub["n_chords"], pub["n_altered"]
-        given: dict[str, list[str]] = pub["given"]
+        pub = instance.public_as(Public)
+        chords = pub.chord_infos()
+        n, k = pub.n_chords, pub.n_altered
+        given = pub.given.as_dict()
         width = max(len(c.figure) for c in chords)
         table = "\n".join(
             f"{i + 1:>3}. {c.figure:<{width}}  tones {' '.join(c.tones):<9} bass {c.bass_name}"
@@ -158,7 +161,7 @@ class HarmonyGenerator:
         )
         lines = "\n".join(f"{v:>8}: {' '.join(given[v])}" for v in VOICES)
         text = (
-            f"Repair this four-part chorale in {pub['key_label']} ({n} chords). The harmony is "
+            f"Repair this four-part chorale in {pub.key_label} ({n} chords). The harmony is "
             f"fixed; {k} note{'s were' if k > 1 else ' was'} altered from a correct "
             "realization, creating voice-leading errors. Correct the voices so that every "
             "rule below holds, changing as few notes as possible.\n\n"
@@ -206,6 +209,10 @@ def _names(real: list[Voicing], chords: list[ChordInfo]) -> dict[str, list[str]]
         VOICES[k]: [simulator.spell(v[k], c.tones) for v, c in zip(real, chords, strict=True)]
         for k in range(4)
     }
+
+
+def _midi(real: list[Voicing]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(line) for line in simulator.to_lines(real))
 
 
 def _spelled(names: dict[str, list[str]], real: list[Voicing]) -> bool:

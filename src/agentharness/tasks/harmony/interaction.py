@@ -5,7 +5,7 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 from agentharness.core.task import Budgets, Interaction
-from agentharness.core.tools import World
+from agentharness.tasks.harmony.tools import HarmonyWorld
 
 # Checking, fixing and re-checking a few times fits easily; the expert needs three turns.
 BUDGETS = Budgets(
@@ -14,16 +14,16 @@ BUDGETS = Budgets(
 )
 
 
-class HarmonyInteraction(Interaction):
+class HarmonyInteraction(Interaction[HarmonyWorld]):
     """Tells a stalled agent what its last check found, or how to start."""
 
     def __init__(self) -> None:
         super().__init__(BUDGETS)
 
     def on_no_tool_call(
-        self, instance: Instance, world: World, message: Message, nudges: int
+        self, instance: Instance, world: HarmonyWorld, message: Message, nudges: int
     ) -> str | None:
-        last = getattr(world, "last_summary", None)
+        last = world.last_summary
         if last is not None:
             errors, parallels = last
             if errors == 0:

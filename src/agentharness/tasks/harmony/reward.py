@@ -14,9 +14,11 @@ from typing import Any
 from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
-from agentharness.core.tools import ToolError, World
+from agentharness.core.tools import ToolError
 from agentharness.tasks.harmony import simulator
+from agentharness.tasks.harmony.problem import Hidden, Public
 from agentharness.tasks.harmony.simulator import ChordInfo, Issue, Voicing
+from agentharness.tasks.harmony.tools import HarmonyWorld, parse_voices
 
 PARTIAL_WEIGHT = 0.5  # the most an answer with errors left can earn
 NEW_ERROR_PENALTY = 1.0  # each error the answer creates cancels one it repaired
@@ -53,7 +55,7 @@ def repair_progress(
     return net, repaired, new, total
 
 
-def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
+def reward(instance: Instance, world: HarmonyWorld, trajectory: Trajectory) -> Reward:
     """Re-check the submitted voices; never trusts the world's summaries.
 
     ``total = repair x no_parallels x minimal_changes x smoothness``:
@@ -67,23 +69,21 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
 
     Success means no error and no change beyond the number of altered notes.
     """
-    from agentharness.tasks.harmony.tools import parse_voices
-
     answer: dict[str, Any] | None = world.final_answer
     if answer is None:
         return _zero(f"no voices submitted (episode ended: {trajectory.end_reason})")
     voices = answer.get("voices")
     if not isinstance(voices, dict):
         return _zero("the submission has no voices")
-    pub = instance.public
-    chords = [ChordInfo.from_public(c) for c in pub["chords"]]
+    pub = instance.public_as(Public)
+    chords = pub.chord_infos()
     try:
-        real, names = parse_voices(voices, int(pub["n_chords"]))
+        real, names = parse_voices(voices, pub.n_chords)
     except ToolError as e:
         return _zero(f"the submitted voices do not parse: {e}")
     report = simulator.check(real, chords, names)
-    given = simulator.to_realization(instance.hidden["given_midi"])
-    n_altered = int(pub["n_altered"])
+    given = simulator.to_realization(instance.hidden_as(Hidden).given_midi)
+    n_altered = pub.n_altered
     changed = len(simulator.changed_notes(given, real))
     extra = max(0, changed - n_altered)
     parallels = len(report.parallels)

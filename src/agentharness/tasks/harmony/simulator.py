@@ -17,7 +17,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 VOICES: tuple[str, str, str, str] = ("soprano", "alto", "tenor", "bass")
 # Inclusive MIDI ranges (C4 = 60): S C4-G5, A G3-D5, T C3-G4, B E2-C4.
@@ -118,7 +117,10 @@ def interval_name(semitones: int) -> str:
 
 @dataclass(frozen=True)
 class ChordInfo:
-    """One chord of the progression: its Roman numeral and the pitch classes it allows."""
+    """One chord of the progression: its Roman numeral and the pitch classes it allows.
+
+    Instances store it as :class:`~agentharness.tasks.harmony.problem.Chord`.
+    """
 
     figure: str
     tones: tuple[str, ...]  # spelled chord tones, root first, e.g. ("G", "B", "D")
@@ -128,31 +130,6 @@ class ChordInfo:
     third_pc: int
     fifth_pc: int
     bass_pc: int
-
-    def to_public(self) -> dict[str, Any]:
-        return {
-            "figure": self.figure,
-            "tones": list(self.tones),
-            "bass": self.bass_name,
-            "pcs": sorted(self.pcs),
-            "root_pc": self.root_pc,
-            "third_pc": self.third_pc,
-            "fifth_pc": self.fifth_pc,
-            "bass_pc": self.bass_pc,
-        }
-
-    @classmethod
-    def from_public(cls, d: dict[str, Any]) -> ChordInfo:
-        return cls(
-            figure=str(d["figure"]),
-            tones=tuple(d["tones"]),
-            bass_name=str(d["bass"]),
-            pcs=frozenset(int(x) for x in d["pcs"]),
-            root_pc=int(d["root_pc"]),
-            third_pc=int(d["third_pc"]),
-            fifth_pc=int(d["fifth_pc"]),
-            bass_pc=int(d["bass_pc"]),
-        )
 
 
 @lru_cache(maxsize=512)

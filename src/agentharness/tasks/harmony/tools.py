@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentharness.core.instance import Instance
 from agentharness.core.tools import ToolError, ToolResult, World, tool
 from agentharness.tasks.harmony import simulator
-from agentharness.tasks.harmony.simulator import VOICES, ChordInfo, Voicing
+from agentharness.tasks.harmony.problem import Hidden, Public
+from agentharness.tasks.harmony.simulator import VOICES, Voicing
 
 MAX_LISTED = 30  # issues listed per report; the counts cover all of them
 
@@ -66,12 +67,12 @@ class HarmonyWorld(World):
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
-        pub = instance.public
-        self.chords = [ChordInfo.from_public(c) for c in pub["chords"]]
+        pub = instance.public_as(Public)
+        self.chords = pub.chord_infos()
         self.figures = [c.figure for c in self.chords]
-        self.n_chords: int = pub["n_chords"]
-        self.n_altered: int = pub["n_altered"]
-        self.given: list[Voicing] = simulator.to_realization(instance.hidden["given_midi"])
+        self.n_chords = pub.n_chords
+        self.n_altered = pub.n_altered
+        self.given: list[Voicing] = simulator.to_realization(instance.hidden_as(Hidden).given_midi)
         self.checks = 0
         # (errors, parallels) of the last successful check, for the interaction's nudges.
         self.last_summary: tuple[int, int] | None = None
@@ -126,6 +127,13 @@ class HarmonyWorld(World):
         self.last_summary = (len(report.errors), len(report.parallels))
         return ToolResult(
             text=text,
+            data={
+                **_counts(report, changed),
+                "kinds": report.counts(),
+                "changed_notes": [{"chord": i + 1, "voice": VOICES[k]} for i, k in changed],
+                "max_changes": self.n_altered,
+                "issues": [_issue(x) for x in report.issues],
+            },
             metrics={
                 "errors": float(len(report.errors)),
                 "warnings": float(len(report.warnings)),
@@ -149,5 +157,31 @@ class HarmonyWorld(World):
                 f"({len(report.parallels)} parallel), {len(report.warnings)} warning(s), "
                 f"{len(changed)} note(s) changed."
             ),
+            data=_counts(report, changed),
             metrics={"errors": float(len(report.errors)), "changed": float(len(changed))},
         )
+
+
+# -- the results as data (``ToolResult.data``; chords numbered from 1, as in the text) --
+
+
+def _counts(report: simulator.Report, changed: list[tuple[int, int]]) -> dict[str, int]:
+    """How many errors, warnings and parallels the voices have, and notes changed."""
+    return {
+        "errors": len(report.errors),
+        "warnings": len(report.warnings),
+        "parallels": len(report.parallels),
+        "changed": len(changed),
+    }
+
+
+def _issue(x: simulator.Issue) -> dict[str, Any]:
+    """One reported problem; a motion (``spans_next``) is from ``chord`` to the next."""
+    return {
+        "kind": x.kind,
+        "chord": x.chord + 1,
+        "spans_next": x.spans_next,
+        "voices": list(x.voices),
+        "error": x.is_error,
+        "message": x.message,
+    }
