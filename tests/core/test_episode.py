@@ -147,3 +147,34 @@ def test_tool_results_are_recorded_as_data_beside_the_text(tmp_path) -> None:  #
     run.append(record)
     (back,) = list(run.episodes())
     assert back == record and back.messages[3].outcome == refused.outcome
+
+
+def test_runaway_turns_are_cut_and_still_logged(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from agentharness.core.episode import MAX_TOOL_RESULT_CHARS, MAX_TURN_CHARS
+    from agentharness.store.run import RunDir
+    from agentharness.store.schema import EpisodeRecord, Timings
+
+    ep = make("guess", difficulty="easy").reset(seed=1)
+    deep: object = {"guess": 5}
+    for _ in range(400):
+        deep = {"x": deep}
+    obs = ep.step(Message(role="assistant", tool_calls=[ToolCall.make("d", "probe", deep)]))
+    assert obs.format_error and "more than 32 levels" in obs.messages[-1].text
+    assert ep.tool_calls == []
+    huge = "word " * 20_000 + '<tool_call>{"name": "probe", "arguments": {"guess": 7}}</tool_call>'
+    obs = ep.step(huge)
+    kept = ep.messages[-len(obs.messages) - 1]
+    assert len(kept.text) < MAX_TURN_CHARS + 100 and "more characters cut" in kept.text
+    assert obs.format_error and "only the first" in obs.messages[-1].text
+    from agentharness.core.episode import _capped_result
+    from agentharness.core.tools import ToolResult
+
+    big = _capped_result(ToolResult(text="z" * 100_000, images=(b"png",) * 20))
+    assert len(big.text) < MAX_TOOL_RESULT_CHARS + 100 and big.text.endswith("characters cut]")
+    assert len(big.images) == 8
+    ep.step(call("answer", number=3))
+    record = EpisodeRecord.from_episode(ep, agent="t", sample=0, timings=Timings(started_at=0.0))
+    run = RunDir(tmp_path)
+    run.create({})
+    run.append(record)  # the deep arguments never reach the log
+    assert next(iter(run.episodes())).turns == 3

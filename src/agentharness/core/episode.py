@@ -13,6 +13,7 @@ arguments come back as messages the agent can read.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,13 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import (
+    ImagePart,
     Message,
+    TextPart,
     ToolOutcome,
     coerce_message,
     tool_message,
     user,
 )
-from agentharness.core.parsing import ParsedCall, parse_turn
+from agentharness.core.parsing import MAX_ARGUMENT_CHARS, ParsedCall, parse_turn
 from agentharness.core.reward import Reward
 from agentharness.core.task import Budgets, TaskSpec
 from agentharness.core.tools import ToolResult, World
@@ -43,6 +46,12 @@ END_REASONS = (
     "timeout",  # wall clock ran out
     "agent_error",  # the agent failed (endpoint down, retries exhausted, crash)
 )
+
+# What one turn may put into the log: a model's turn and a tool's reply are cut here
+# (with a marker saying so), so one runaway generation cannot grow a log without bound.
+MAX_TURN_CHARS = 32_000
+MAX_TOOL_RESULT_CHARS = 32_000
+MAX_IMAGES_PER_TURN = 8
 
 FORMAT_HINT = (
     'Call tools natively, or write each call as <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call> '
@@ -200,12 +209,13 @@ class Episode:
             return message, [], [f"the turn is not a valid assistant message ({type(e).__name__})"]
         if message.role != "assistant":
             message = message.model_copy(update={"role": "assistant"})
+        message, cut = _capped_turn(message)
         self.messages.append(message)
         self.turns += 1
         self.usage.add(usage)
         parsed = parse_turn(message, call_id_prefix=f"call_{self.turns}")
         remaining = self.budgets.max_tool_calls - len(self.tool_calls)
-        return message, parsed.calls[: max(0, remaining)], parsed.errors
+        return message, parsed.calls[: max(0, remaining)], [*cut, *parsed.errors]
 
     def _finish_step(
         self,
@@ -218,6 +228,7 @@ class Episode:
         step_reward = 0.0
         images: list[bytes] = []
         for call, result in zip(calls, results, strict=True):
+            result = _capped_result(result)
             self.tool_calls.append(
                 ToolCallRecord(
                     turn=self.turns,
@@ -284,3 +295,61 @@ class Episode:
             self.finish("max_tokens")
         elif b.wall_clock_s is not None and time.time() - self.started_at >= b.wall_clock_s:
             self.finish("timeout")
+
+
+def _cut(text: str, limit: int) -> str:
+    return f"{text[:limit]}\n[... {len(text) - limit} more characters cut]"
+
+
+def _capped_turn(message: Message) -> tuple[Message, list[str]]:
+    """The turn as it is kept: text, call arguments and images cut to the limits."""
+    notes: list[str] = []
+    update: dict[str, Any] = {}
+    if isinstance(message.content, str) and len(message.content) > MAX_TURN_CHARS:
+        update["content"] = _cut(message.content, MAX_TURN_CHARS)
+        notes.append(
+            f"the turn was {len(message.content)} characters; only the first "
+            f"{MAX_TURN_CHARS} were read"
+        )
+    elif isinstance(message.content, list):
+        parts = [
+            p.model_copy(update={"text": _cut(p.text, MAX_TURN_CHARS)})
+            if isinstance(p, TextPart) and len(p.text) > MAX_TURN_CHARS
+            else p
+            for p in message.content
+        ]
+        images = [p for p in parts if isinstance(p, ImagePart)]
+        if len(images) > MAX_IMAGES_PER_TURN:
+            drop = {id(p) for p in images[MAX_IMAGES_PER_TURN:]}
+            parts = [p for p in parts if id(p) not in drop]
+            notes.append(f"only the first {MAX_IMAGES_PER_TURN} images of the turn were kept")
+        if parts != message.content:
+            update["content"] = parts
+    if message.tool_calls and any(
+        len(tc.function.arguments) > MAX_ARGUMENT_CHARS for tc in message.tool_calls
+    ):
+        update["tool_calls"] = [
+            tc.model_copy(
+                update={
+                    "function": tc.function.model_copy(
+                        update={"arguments": _cut(tc.function.arguments, MAX_ARGUMENT_CHARS)}
+                    )
+                }
+            )
+            if len(tc.function.arguments) > MAX_ARGUMENT_CHARS
+            else tc
+            for tc in message.tool_calls
+        ]
+    return (message.model_copy(update=update) if update else message), notes
+
+
+def _capped_result(result: ToolResult) -> ToolResult:
+    if len(result.text) <= MAX_TOOL_RESULT_CHARS and len(result.images) <= MAX_IMAGES_PER_TURN:
+        return result
+    return dataclasses.replace(
+        result,
+        text=_cut(result.text, MAX_TOOL_RESULT_CHARS)
+        if len(result.text) > MAX_TOOL_RESULT_CHARS
+        else result.text,
+        images=result.images[:MAX_IMAGES_PER_TURN],
+    )

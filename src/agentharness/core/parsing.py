@@ -53,14 +53,58 @@ class ParsedTurn:
         return not self.errors
 
 
+# Arguments beyond these are refused: nothing a tool takes is this deep or this large,
+# and a log line must stay writable (JSON encoders stop at a few hundred levels).
+MAX_ARGUMENT_DEPTH = 32
+MAX_ARGUMENT_CHARS = 64_000
+
+
 def parse_turn(message: Message, call_id_prefix: str = "call") -> ParsedTurn:
     """Tool calls in ``message``; never raises."""
     try:
         if message.tool_calls:
-            return _parse_native(message)
-        return _parse_text(message.text, call_id_prefix)
+            parsed = _parse_native(message)
+        else:
+            parsed = _parse_text(message.text, call_id_prefix)
     except Exception as e:  # defensive: a parser bug must not kill an episode
         return ParsedTurn(errors=[f"could not read the tool calls ({type(e).__name__}: {e})"])
+    return _within_limits(parsed)
+
+
+def _within_limits(parsed: ParsedTurn) -> ParsedTurn:
+    calls, errors = [], list(parsed.errors)
+    for call in parsed.calls:
+        if _depth(call.arguments) > MAX_ARGUMENT_DEPTH:
+            errors.append(
+                f"the arguments of '{call.name}' nest more than {MAX_ARGUMENT_DEPTH} levels "
+                "deep; send a flatter JSON object"
+            )
+            continue
+        size = len(json.dumps(call.arguments))
+        if size > MAX_ARGUMENT_CHARS:
+            errors.append(
+                f"the arguments of '{call.name}' are {size} characters; at most "
+                f"{MAX_ARGUMENT_CHARS} are read"
+            )
+            continue
+        calls.append(call)
+    if len(calls) == len(parsed.calls):
+        return parsed
+    return ParsedTurn(calls=calls, errors=errors, source=parsed.source)
+
+
+def _depth(value: Any, limit: int = MAX_ARGUMENT_DEPTH + 1) -> int:
+    """Nesting depth of a JSON value, counted up to ``limit`` (iterative: no recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, level)
+            if level >= limit:
+                return level
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def answered_calls(
