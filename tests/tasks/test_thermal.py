@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import random
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -13,14 +12,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agentharness.agents.scripted import random_tool_turn
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
-from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.messages import assistant
+from agentharness.core.registry import episode_for
 from agentharness.core.reward import Reward
 from agentharness.core.task import TaskConfigError
 from agentharness.tasks.thermal import TASK
+from agentharness.tasks.thermal.config import ThermalConfig
 from agentharness.tasks.thermal.generator import lucky_hit_rate
+from agentharness.tasks.thermal.problem import Hidden, Public
 from agentharness.tasks.thermal.reward import (
     PARTIAL_CAP,
     W_TARGETS,
@@ -38,35 +39,34 @@ from agentharness.tasks.thermal.simulator import (
     uniform_baseline,
 )
 from agentharness.tasks.thermal.tools import ThermalWorld
+from agentharness.testing.tasks import call, run_expert, step_call
 
 DIFFS = ("easy", "medium", "hard")
 
 
-def episode(inst: Instance) -> Episode:
-    return Episode(spec=TASK, instance=inst, budgets=TASK.interaction.budgets)
+def public(inst: Instance) -> Public:
+    return inst.public_as(Public)
 
 
-def call(name: str, args: dict[str, Any] | str, cid: str = "c1") -> Message:
-    return assistant(tool_calls=[ToolCall.make(cid, name, args)])
+def hidden(inst: Instance) -> Hidden:
+    return inst.hidden_as(Hidden)
 
 
-def run_expert(inst: Instance, noise: float = 0.0, seed: int = 0) -> Episode:
-    ep = episode(inst)
-    expert = TASK.expert(inst)
-    rng = random.Random(seed)
-    n = 0
-    while not ep.done:
-        n += 1
-        if rng.random() < noise:
-            ep.step(random_tool_turn(rng, ep.tools, n))
-        else:
-            ep.step(expert.next_turn(list(ep.messages)))
-    return ep
+def world(ep: Episode) -> ThermalWorld:
+    w = ep.world
+    assert isinstance(w, ThermalWorld)
+    return w
+
+
+def config(difficulty: str) -> ThermalConfig:
+    c = TASK.make_config(difficulty)
+    assert isinstance(c, ThermalConfig)
+    return c
 
 
 def submit(inst: Instance, powers: list[float], sims: int = 0) -> Episode:
-    ep = episode(inst)
-    n = len(inst.public["heaters"])
+    ep = episode_for(inst)
+    n = len(public(inst).heaters)
     for i in range(sims):
         ep.step(call("simulate", {"powers": [0.0] * n}, f"s{i}"))
     ep.step(call("submit_powers", {"powers": powers}, "final"))
@@ -91,28 +91,34 @@ def test_deterministic_and_seed_dependent(difficulty: str) -> None:
 def test_hidden_solution_verifies(difficulty: str) -> None:
     for seed in range(6):
         inst = TASK.instance(seed, difficulty)
-        pub = inst.public
-        sol = inst.hidden["solution"]
-        assert len(sol) == len(pub["heaters"])
-        assert all(0 <= p <= pub["max_power_w"] for p in sol)
+        pub = public(inst)
+        sol = list(hidden(inst).solution)
+        assert len(sol) == len(pub.heaters)
+        assert all(0 <= p <= pub.max_power_w for p in sol)
         r = get_model(spec_from_public(pub)).solve(sol)
-        for mon, t in zip(pub["monitors"], r.monitor_c, strict=True):
-            assert abs(t - mon["target_c"]) <= pub["tolerance_k"]
-        assert r.hottest_c <= pub["safety_limit_c"]
+        for mon, t in zip(pub.monitors, r.monitor_c, strict=True):
+            assert abs(t - mon.target_c) <= pub.tolerance_k
+        assert r.hottest_c <= pub.safety_limit_c
         ep = submit(inst, sol)
         rew = ep.reward()
         assert rew.success and rew.total == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_typed_views_are_exactly_the_stored_data(difficulty: str) -> None:
+    inst = TASK.instance(0, difficulty)
+    # Same values and the same key order: the generator stores these models' dumps.
+    assert json.dumps(public(inst).model_dump(mode="json")) == json.dumps(inst.public)
+    assert json.dumps(hidden(inst).model_dump(mode="json")) == json.dumps(inst.hidden)
+
+
 def test_presets_scale_difficulty() -> None:
-    e, h = TASK.instance(0, "easy").public, TASK.instance(0, "hard").public
-    assert len(h["heaters"]) > len(e["heaters"])
-    assert h["tolerance_k"] < e["tolerance_k"]
-    assert e["plate"]["kx_w_mk"] == e["plate"]["ky_w_mk"]
+    e, h = public(TASK.instance(0, "easy")), public(TASK.instance(0, "hard"))
+    assert len(h.heaters) > len(e.heaters)
+    assert h.tolerance_k < e.tolerance_k
+    assert e.plate.kx_w_mk == e.plate.ky_w_mk
     assert any(
-        TASK.instance(s, "hard").public["plate"]["kx_w_mk"]
-        != TASK.instance(s, "hard").public["plate"]["ky_w_mk"]
-        for s in range(3)
+        (plate := public(TASK.instance(s, "hard")).plate).kx_w_mk != plate.ky_w_mk for s in range(3)
     )
 
 
@@ -121,15 +127,15 @@ def test_prompt_states_goal_tools_and_format() -> None:
     text = "\n".join(m.text for m in TASK.generator.prompt(inst))
     for needle in ("simulate", "submit_powers", "Safety limit", "Tolerance", "H3", "M4", "watts"):
         assert needle in text
-    for mon in inst.public["monitors"]:
-        assert f"{mon['target_c']:.1f}" in text
-    assert str(inst.hidden["solution"][0]) not in text
+    for mon in public(inst).monitors:
+        assert f"{mon.target_c:.1f}" in text
+    assert str(hidden(inst).solution[0]) not in text
 
 
 def test_knobs_override_and_bad_knobs() -> None:
     inst = TASK.instance(2, "easy", n_heaters=4, n_monitors=6, tolerance_k=0.3)
-    assert len(inst.public["heaters"]) == 4 and len(inst.public["monitors"]) == 6
-    assert inst.public["tolerance_k"] == 0.3
+    assert len(public(inst).heaters) == 4 and len(public(inst).monitors) == 6
+    assert public(inst).tolerance_k == 0.3
     with pytest.raises(TaskConfigError):
         TASK.instance(0, "easy", no_such_knob=1)
     with pytest.raises(TaskConfigError):
@@ -140,7 +146,7 @@ def test_knobs_override_and_bad_knobs() -> None:
 
 def test_hard_safety_limit_binds() -> None:
     # On hard there are more heaters than monitors: some target-hitting powers overheat.
-    assert sum(TASK.instance(s, "hard").hidden["safety_binding"] for s in range(5)) >= 3
+    assert sum(hidden(TASK.instance(s, "hard")).safety_binding for s in range(5)) >= 3
 
 
 # -- simulator ---------------------------------------------------------------------------
@@ -220,28 +226,46 @@ def test_simulator_rejects_bad_powers() -> None:
 
 def test_simulate_feedback_content() -> None:
     inst = TASK.instance(3, "medium")
-    world = ThermalWorld(inst)
-    n = len(inst.public["heaters"])
-    res = world.execute("simulate", {"powers": [5.0] * n})
+    pub = public(inst)
+    w = ThermalWorld(inst)
+    n = len(pub.heaters)
+    res = w.execute("simulate", {"powers": [5.0] * n})
     assert not res.is_error
-    rep = json.loads(res.text)
-    assert len(rep["monitors"]) == len(inst.public["monitors"])
-    for mon, pub in zip(rep["monitors"], inst.public["monitors"], strict=True):
-        assert mon["target_c"] == pub["target_c"]
+    rep = res.data
+    # The model reads the report as JSON text; scripted policies read the same as data.
+    assert isinstance(rep, dict) and res.text == json.dumps(rep, ensure_ascii=False)
+    assert json.loads(res.text) == rep
+    assert len(rep["monitors"]) == len(pub.monitors)
+    for mon, given in zip(rep["monitors"], pub.monitors, strict=True):
+        assert mon["target_c"] == given.target_c
         assert mon["error_k"] == pytest.approx(mon["temperature_c"] - mon["target_c"], abs=2e-3)
-        assert mon["within_tolerance"] == (abs(mon["error_k"]) <= inst.public["tolerance_k"])
+        assert mon["within_tolerance"] == (abs(mon["error_k"]) <= pub.tolerance_k)
         assert ("too cold" in mon["status"]) == (not mon["within_tolerance"] and mon["error_k"] < 0)
     assert len(rep["heaters"]) == n
     assert rep["hottest"]["temperature_c"] >= max(h["temperature_c"] for h in rep["heaters"])
     assert rep["safe"] is True and "safe" in rep["verdict"]
-    assert rep["simulations_used"] == 1 and world.simulations == 1
+    assert rep["simulations_used"] == 1 and w.simulations == 1
+
+
+def test_tool_messages_carry_the_report_as_data() -> None:
+    inst = TASK.instance(0, "easy")
+    ep = episode_for(inst)
+    reply = step_call(ep, "simulate", {"powers": [1.0, 2.0]})
+    assert reply.outcome is not None and not reply.outcome.is_error
+    assert reply.outcome.data == json.loads(reply.text) == ep.tool_calls[-1].data
+    bad = step_call(ep, "simulate", {"powers": [1.0]}, "c2")
+    assert bad.outcome is not None and bad.outcome.is_error and bad.outcome.data is None
+    final = step_call(ep, "submit_powers", {"powers": list(hidden(inst).solution)}, "c3")
+    assert final.outcome is not None and not final.outcome.is_error
+    assert final.outcome.data["verdict"] in final.text and final.outcome.data["safe"] is True
+    json.dumps([r.data for r in ep.tool_calls])  # plain JSON values, as logged
 
 
 def test_unsafe_verdict_says_by_how_much() -> None:
     inst = TASK.instance(3, "hard")
-    world = ThermalWorld(inst)
-    n = len(inst.public["heaters"])
-    rep = json.loads(world.execute("simulate", {"powers": [inst.public["max_power_w"]] * n}).text)
+    w = ThermalWorld(inst)
+    n = len(public(inst).heaters)
+    rep = w.execute("simulate", {"powers": [public(inst).max_power_w] * n}).data
     assert rep["safe"] is False
     assert "UNSAFE" in rep["verdict"] and "exceeds" in rep["verdict"]
 
@@ -267,8 +291,8 @@ def test_bad_inputs_are_errors_and_episode_continues(
     args: Any, needle: str, tool_name: str
 ) -> None:
     inst = TASK.instance(0, "easy")
-    assert len(inst.public["heaters"]) == 2
-    ep = episode(inst)
+    assert len(public(inst).heaters) == 2
+    ep = episode_for(inst)
     ep.step(call(tool_name, args))
     assert not ep.done
     record = ep.tool_calls[-1]
@@ -280,34 +304,34 @@ def test_bad_inputs_are_errors_and_episode_continues(
 
 def test_simulator_failure_becomes_tool_error() -> None:
     inst = TASK.instance(0, "easy")
-    world = ThermalWorld(inst)
+    w = ThermalWorld(inst)
 
     class BrokenLU:
         def solve(self, q: np.ndarray) -> np.ndarray:
             return np.full_like(q, np.nan)
 
-    broken = PlateModel(spec_from_public(inst.public))  # private copy, not the cached one
+    broken = PlateModel(spec_from_public(public(inst)))  # private copy, not the cached one
     broken._lu = BrokenLU()
-    world.model = broken
-    res = world.execute("simulate", {"powers": [1.0, 1.0]})
+    w.model = broken
+    res = w.execute("simulate", {"powers": [1.0, 1.0]})
     assert res.is_error and "simulation failed" in res.text and "non-finite" in res.text
-    assert world.simulations == 0
+    assert w.simulations == 0
 
 
 def test_simulation_budget() -> None:
     inst = TASK.instance(0, "easy", max_simulations=2)
-    ep = episode(inst)
+    ep = episode_for(inst)
     for i in range(3):
         ep.step(call("simulate", {"powers": [1.0, 1.0]}, f"c{i}"))
     assert [r.is_error for r in ep.tool_calls] == [False, False, True]
     assert "budget" in ep.tool_calls[-1].result
-    ep.step(call("submit_powers", {"powers": inst.hidden["solution"]}, "f"))
+    ep.step(call("submit_powers", {"powers": list(hidden(inst).solution)}, "f"))
     assert ep.end_reason == "answered" and ep.reward().success
 
 
 def test_nudges_give_domain_feedback() -> None:
     inst = TASK.instance(0, "medium")
-    ep = episode(inst)
+    ep = episode_for(inst)
     obs = ep.step(assistant("Let me think."))
     assert "simulate" in obs.messages[-1].text and "linear" in obs.messages[-1].text
     ep.step(call("simulate", {"powers": [2.0, 3.0, 4.0]}))
@@ -323,7 +347,7 @@ def test_nudges_give_domain_feedback() -> None:
 
 def test_reward_partial_credit_and_gate() -> None:
     inst = TASK.instance(4, "medium")
-    sol = list(inst.hidden["solution"])
+    sol = list(hidden(inst).solution)
     full = submit(inst, sol).reward()
     assert full.success and full.total == pytest.approx(1.0)
 
@@ -348,14 +372,14 @@ def test_reward_partial_credit_and_gate() -> None:
 
 def test_partial_credit_grows_with_progress_from_the_uniform_baseline() -> None:
     inst = TASK.instance(2, "hard")
-    pub = inst.public
+    pub = public(inst)
     model = get_model(spec_from_public(pub))
     g, _ = response_matrices(model)
-    rise = np.array([m["target_c"] for m in pub["monitors"]]) - pub["plate"]["ambient_c"]
-    c, excess = uniform_baseline(g, rise, pub["tolerance_k"], pub["max_power_w"])
-    assert excess >= pub["tolerance_k"] * TASK.make_config("hard").lazy_gap  # type: ignore[attr-defined]
-    uniform = np.full(len(pub["heaters"]), c)
-    sol = np.asarray(inst.hidden["solution"])
+    rise = np.array([m.target_c for m in pub.monitors]) - pub.plate.ambient_c
+    c, excess = uniform_baseline(g, rise, pub.tolerance_k, pub.max_power_w)
+    assert excess >= pub.tolerance_k * config("hard").lazy_gap
+    uniform = np.full(len(pub.heaters), c)
+    sol = np.asarray(hidden(inst).solution)
     totals = []
     for t in (0.0, 0.5, 0.8, 0.95):
         powers = ((1 - t) * uniform + t * sol).tolist()
@@ -397,20 +421,20 @@ def test_unsafe_answer_is_gated() -> None:
     inst = next(
         TASK.instance(s, "hard")
         for s in range(10)
-        if TASK.instance(s, "hard").hidden["safety_binding"]
+        if hidden(TASK.instance(s, "hard")).safety_binding
     )
-    pub = inst.public
+    pub = public(inst)
     model = get_model(spec_from_public(pub))
     g, h = response_matrices(model)
-    rise = np.array([m["target_c"] for m in pub["monitors"]]) - pub["plate"]["ambient_c"]
-    band = 0.3 * pub["tolerance_k"]
+    rise = np.array([m.target_c for m in pub.monitors]) - pub.plate.ambient_c
+    band = 0.3 * pub.tolerance_k
     hottest_row = max(
         (
             linprog(
                 -row,
                 A_ub=np.vstack([g, -g]),
                 b_ub=np.concatenate([rise + band, band - rise]),
-                bounds=[(0, pub["max_power_w"])] * len(row),
+                bounds=[(0, pub.max_power_w)] * len(row),
                 method="highs",
             )
             for row in h
@@ -424,9 +448,9 @@ def test_unsafe_answer_is_gated() -> None:
 
 def test_no_answer_scores_zero() -> None:
     inst = TASK.instance(0, "easy")
-    ep = episode(inst)
-    ep.step(call("simulate", {"powers": inst.hidden["solution"]}))
-    assert TASK.reward(inst, ep.world, ep.trajectory()).total == 0.0
+    ep = episode_for(inst)
+    ep.step(call("simulate", {"powers": list(hidden(inst).solution)}))
+    assert TASK.reward(inst, world(ep), ep.trajectory()).total == 0.0
 
 
 # -- reward integrity: lazy policies earn nothing (issue 10) ------------------------------
@@ -443,7 +467,7 @@ def lazy_instances(difficulty: str) -> tuple[Instance, ...]:
 
 def one_shot(inst: Instance, powers: list[float]) -> Reward:
     """Submit at once, without a simulation (a tool error leaves the episode unanswered)."""
-    ep = episode(inst)
+    ep = episode_for(inst)
     ep.step(call("submit_powers", {"powers": powers}))
     ep.finish(ep.end_reason or "no_answer")
     return ep.reward()
@@ -455,17 +479,17 @@ def assert_lazy(rewards: list[Reward], what: str) -> None:
     assert mean <= 0.2 and success <= 0.05, f"{what}: mean {mean:.3f}, success {success:.2f}"
 
 
-LAZY_POWERS: dict[str, Callable[[Instance], list[float]]] = {
-    "all off (schema minimum)": lambda i: [0.0] * len(i.public["heaters"]),
-    "all at max power": lambda i: [i.public["max_power_w"]] * len(i.public["heaters"]),
-    "all at half power": lambda i: [i.public["max_power_w"] / 2] * len(i.public["heaters"]),
-    "schema maximum": lambda i: [1000.0] * len(i.public["heaters"]),
-    "targets echoed as powers": lambda i: (
-        [min(float(m["target_c"]), i.public["max_power_w"]) for m in i.public["monitors"]][
-            : len(i.public["heaters"])
-        ]
-        + [0.0] * max(0, len(i.public["heaters"]) - len(i.public["monitors"]))
-    ),
+def _echo_targets(p: Public) -> list[float]:
+    echoed = [min(m.target_c, p.max_power_w) for m in p.monitors][: len(p.heaters)]
+    return echoed + [0.0] * max(0, len(p.heaters) - len(p.monitors))
+
+
+LAZY_POWERS: dict[str, Callable[[Public], list[float]]] = {
+    "all off (schema minimum)": lambda p: [0.0] * len(p.heaters),
+    "all at max power": lambda p: [p.max_power_w] * len(p.heaters),
+    "all at half power": lambda p: [p.max_power_w / 2] * len(p.heaters),
+    "schema maximum": lambda p: [1000.0] * len(p.heaters),
+    "targets echoed as powers": _echo_targets,
 }
 
 
@@ -473,7 +497,7 @@ LAZY_POWERS: dict[str, Callable[[Instance], list[float]]] = {
 def test_lazy_answers_earn_nothing(difficulty: str) -> None:
     insts = lazy_instances(difficulty)
     for name, powers in LAZY_POWERS.items():
-        assert_lazy([one_shot(i, powers(i)) for i in insts], f"{difficulty}, {name}")
+        assert_lazy([one_shot(i, powers(public(i))) for i in insts], f"{difficulty}, {name}")
 
 
 @pytest.mark.parametrize("difficulty", DIFFS)
@@ -483,7 +507,7 @@ def test_every_uniform_setting_earns_nothing(difficulty: str) -> None:
     insts = lazy_instances(difficulty)
     for frac in np.linspace(0.0, 1.0, 11):
         rewards = [
-            one_shot(i, [frac * i.public["max_power_w"]] * len(i.public["heaters"])) for i in insts
+            one_shot(i, [frac * public(i).max_power_w] * len(public(i).heaters)) for i in insts
         ]
         assert max(r.total for r in rewards) <= 1e-9, f"{difficulty}, uniform at {frac:.1f} x max"
         assert not any(r.success for r in rewards)
@@ -509,8 +533,8 @@ def test_random_passive_and_silent_play_earn_nothing(difficulty: str) -> None:
     for inst in insts:
         ep = run_expert(inst, noise=1.0, seed=inst.seed)  # every turn a random tool call
         rnd.append(ep.reward())
-        ep = episode(inst)
-        n = len(inst.public["heaters"])
+        ep = episode_for(inst)
+        n = len(public(inst).heaters)
         while not ep.done:  # the same cheapest non-final call every turn
             ep.step(call("simulate", {"powers": [0.0] * n}, f"p{ep.turns}"))
         passive.append(ep.reward())
@@ -520,16 +544,16 @@ def test_random_passive_and_silent_play_earn_nothing(difficulty: str) -> None:
 
 @pytest.mark.parametrize("difficulty", DIFFS)
 def test_generator_keeps_uniform_settings_and_blind_guesses_away(difficulty: str) -> None:
-    config = TASK.make_config(difficulty)
+    preset = config(difficulty)
     for inst in lazy_instances(difficulty)[:10]:
-        pub = inst.public
+        pub = public(inst)
         g, _ = response_matrices(get_model(spec_from_public(pub)))
-        rise = [m["target_c"] - pub["plate"]["ambient_c"] for m in pub["monitors"]]
-        _, excess = uniform_baseline(g, rise, pub["tolerance_k"], pub["max_power_w"])
-        assert excess >= config.lazy_gap * pub["tolerance_k"]  # type: ignore[attr-defined]
-        assert excess == pytest.approx(inst.hidden["uniform_baseline_excess_k"], abs=1e-3)
-        lucky = lucky_hit_rate(g, rise, pub["tolerance_k"], pub["max_power_w"])
-        assert lucky <= config.max_lucky_hit  # type: ignore[attr-defined]
+        rise = [m.target_c - pub.plate.ambient_c for m in pub.monitors]
+        _, excess = uniform_baseline(g, rise, pub.tolerance_k, pub.max_power_w)
+        assert excess >= preset.lazy_gap * pub.tolerance_k
+        assert excess == pytest.approx(hidden(inst).uniform_baseline_excess_k, abs=1e-3)
+        lucky = lucky_hit_rate(g, rise, pub.tolerance_k, pub.max_power_w)
+        assert lucky <= preset.max_lucky_hit
 
 
 # -- expert ------------------------------------------------------------------------------
@@ -542,12 +566,12 @@ def test_expert_solves(difficulty: str) -> None:
         ep = run_expert(inst)
         rew = ep.reward()
         assert ep.end_reason == "answered" and rew.success and rew.total >= TASK.solved_threshold
-        n = len(inst.public["heaters"])
-        assert ep.world.simulations == n + 1  # type: ignore[attr-defined]
+        n = len(public(inst).heaters)
+        assert world(ep).simulations == n + 1
         assert all(not r.is_error for r in ep.tool_calls)
         # The expert identified the response itself rather than submitting the reference.
         final = ep.tool_calls[-1].arguments["powers"]
-        assert final != inst.hidden["solution"]
+        assert final != list(hidden(inst).solution)
 
 
 @pytest.mark.parametrize("difficulty", DIFFS)
@@ -560,11 +584,25 @@ def test_expert_robust_to_noise(difficulty: str) -> None:
 def test_expert_uses_interleaved_simulations() -> None:
     # Foreign simulations (e.g. from a noisy agent) count towards identifying the response.
     inst = TASK.instance(1, "medium")
-    ep = episode(inst)
+    ep = episode_for(inst)
     ep.step(call("simulate", {"powers": [3.0, 4.0, 5.0]}, "x1"))
     ep.step(call("simulate", {"powers": [9.0, 1.0, 2.0]}, "x2"))
     expert = TASK.expert(inst)
     while not ep.done:
         ep.step(expert.next_turn(list(ep.messages)))
     assert ep.reward().success
-    assert ep.world.simulations == 2 + 1 + 1  # type: ignore[attr-defined]
+    assert world(ep).simulations == 2 + 1 + 1
+
+
+def test_expert_reads_results_as_data_not_text() -> None:
+    # With every tool message's text blanked, the expert decides from the outcomes alone.
+    inst = TASK.instance(2, "medium")
+    ep = episode_for(inst)
+    expert = TASK.expert(inst)
+    while not ep.done:
+        blank = [
+            m.model_copy(update={"content": ""}) if m.role == "tool" else m for m in ep.messages
+        ]
+        ep.step(expert.next_turn(blank))
+    assert ep.reward().success
+    assert world(ep).simulations == len(public(inst).heaters) + 1

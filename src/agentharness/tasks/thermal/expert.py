@@ -10,33 +10,34 @@ heater (a linear program), checks them with one simulation and submits.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.parsing import answered_calls
+from agentharness.tasks.thermal.problem import Hidden, Public
 
 
 class ThermalExpert:
     """Privileged solver acting only through ``simulate`` and ``submit_powers``."""
 
     def __init__(self, instance: Instance) -> None:
-        pub = instance.public
-        self.n = len(pub["heaters"])
-        self.m = len(pub["monitors"])
-        self.p_max = float(pub["max_power_w"])
-        self.tol = float(pub["tolerance_k"])
-        self.ambient = float(pub["plate"]["ambient_c"])
-        self.limit = float(pub["safety_limit_c"])
-        self.targets = np.array([float(mo["target_c"]) for mo in pub["monitors"]])
-        self.fallback = [float(p) for p in instance.hidden["solution"]]
+        pub = instance.public_as(Public)
+        self.n = len(pub.heaters)
+        self.m = len(pub.monitors)
+        self.p_max = pub.max_power_w
+        self.tol = pub.tolerance_k
+        self.ambient = pub.plate.ambient_c
+        self.limit = pub.safety_limit_c
+        self.targets = np.array([mo.target_c for mo in pub.monitors])
+        self.fallback = list(instance.hidden_as(Hidden).solution)
         self.turn = 0
 
     def next_turn(self, messages: list[Message]) -> Message:
         self.turn += 1
-        reports = _simulation_reports(messages)
+        reports = _simulations(messages)
         for rep in reports:
             if rep["safe"] and rep["targets_hit"] == rep["targets_total"]:
                 return self._call(
@@ -125,16 +126,10 @@ class ThermalExpert:
         return assistant(text, tool_calls=[call])
 
 
-def _simulation_reports(messages: list[Message]) -> list[dict[str, Any]]:
-    """Every successful simulate report in the conversation, oldest first."""
-    out = []
-    for msg in messages:
-        if msg.role != "tool" or msg.name != "simulate":
-            continue
-        try:
-            rep = json.loads(msg.text)
-        except json.JSONDecodeError:
-            continue  # an error message
-        if isinstance(rep, dict) and "powers_w" in rep and "monitors" in rep:
-            out.append(rep)
-    return out
+def _simulations(messages: list[Message]) -> list[dict[str, Any]]:
+    """The report of every successful ``simulate`` call in the conversation, oldest first."""
+    return [
+        message.outcome.data
+        for call, message in answered_calls(messages)
+        if call.name == "simulate" and message.outcome is not None and not message.outcome.is_error
+    ]

@@ -14,7 +14,6 @@ kept only when it is well posed and cannot be solved without reading the plate:
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
@@ -22,11 +21,12 @@ from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
 from agentharness.core.task import Problem
 from agentharness.tasks.thermal.config import ThermalConfig
+from agentharness.tasks.thermal.problem import Heater, Hidden, Monitor, Plate, Public
 from agentharness.tasks.thermal.simulator import (
     PlateModel,
     get_model,
+    plate_spec,
     response_matrices,
-    spec_from_public,
     uniform_baseline,
 )
 
@@ -76,35 +76,32 @@ class ThermalGenerator:
         )
 
     def prompt(self, instance: Instance) -> list[Message]:
-        pub = instance.public
-        plate = pub["plate"]
-        heaters = "\n".join(
-            f"  {h['id']}: x = {h['x_mm']:g} mm, y = {h['y_mm']:g} mm" for h in pub["heaters"]
-        )
+        pub = instance.public_as(Public)
+        plate = pub.plate
+        heaters = "\n".join(f"  {h.id}: x = {h.x_mm:g} mm, y = {h.y_mm:g} mm" for h in pub.heaters)
         monitors = "\n".join(
-            f"  {m['id']}: x = {m['x_mm']:g} mm, y = {m['y_mm']:g} mm, "
-            f"target {m['target_c']:.1f} °C"
-            for m in pub["monitors"]
+            f"  {m.id}: x = {m.x_mm:g} mm, y = {m.y_mm:g} mm, target {m.target_c:.1f} °C"
+            for m in pub.monitors
         )
-        n = len(pub["heaters"])
+        n = len(pub.heaters)
         example = ", ".join(f"P{i + 1}" for i in range(n))
         text = f"""\
-Plate: {plate["size_mm"]:g} mm x {plate["size_mm"]:g} mm, {plate["thickness_mm"]:g} mm thick. \
-Thermal conductivity kx = {plate["kx_w_mk"]:g} W/m·K along x and ky = {plate["ky_w_mk"]:g} W/m·K \
-along y. All four edges are held at the ambient temperature {plate["ambient_c"]:g} °C; both \
-faces lose heat by convection (h = {plate["h_conv_w_m2k"]:g} W/m²K) to the same ambient. \
+Plate: {plate.size_mm:g} mm x {plate.size_mm:g} mm, {plate.thickness_mm:g} mm thick. \
+Thermal conductivity kx = {plate.kx_w_mk:g} W/m·K along x and ky = {plate.ky_w_mk:g} W/m·K \
+along y. All four edges are held at the ambient temperature {plate.ambient_c:g} °C; both \
+faces lose heat by convection (h = {plate.h_conv_w_m2k:g} W/m²K) to the same ambient. \
 Coordinates are measured from the plate's lower-left corner.
 
-Heaters ({n}; Gaussian patches of radius {plate["heater_radius_mm"]:g} mm, each 0 to \
-{pub["max_power_w"]:g} W):
+Heaters ({n}; Gaussian patches of radius {plate.heater_radius_mm:g} mm, each 0 to \
+{pub.max_power_w:g} W):
 {heaters}
 
 Monitor points and their target temperatures:
 {monitors}
 
-Tolerance: ±{pub["tolerance_k"]:g} K at every monitor.
-Safety limit: no point of the plate may exceed {pub["safety_limit_c"]:g} °C.
-Simulation budget: {pub["max_simulations"]} calls to simulate.
+Tolerance: ±{pub.tolerance_k:g} K at every monitor.
+Safety limit: no point of the plate may exceed {pub.safety_limit_c:g} °C.
+Simulation budget: {pub.max_simulations} calls to simulate.
 
 Find heater powers that put every monitor within tolerance of its target without breaking \
 the safety limit, then call submit_powers with powers = [{example}] (watts, in heater order)."""
@@ -138,41 +135,18 @@ def _attempt(config: ThermalConfig, rng: np.random.Generator) -> Problem | None:
     if monitors is None:
         return None
     dx_mm = config.plate_mm / (n_grid - 1)
-    public: dict[str, Any] = {
-        "plate": {
-            "size_mm": config.plate_mm,
-            "thickness_mm": config.thickness_mm,
-            "kx_w_mk": round(kx, 1),
-            "ky_w_mk": round(ky, 1),
-            "h_conv_w_m2k": config.h_conv,
-            "ambient_c": config.ambient_c,
-            "heater_radius_mm": config.heater_radius_mm,
-            "grid_n": n_grid,
-        },
-        "heaters": [
-            {
-                "id": f"H{i + 1}",
-                "x_mm": round(x * dx_mm, 2),
-                "y_mm": round(y * dx_mm, 2),
-                "node": [x, y],
-            }
-            for i, (x, y) in enumerate(heaters)
-        ],
-        "monitors": [
-            {
-                "id": f"M{i + 1}",
-                "x_mm": round(x * dx_mm, 2),
-                "y_mm": round(y * dx_mm, 2),
-                "node": [x, y],
-            }
-            for i, (x, y) in enumerate(monitors)
-        ],
-        "max_power_w": config.max_power_w,
-        "tolerance_k": config.tolerance_k,
-        "max_simulations": config.max_simulations,
-    }
-    # Build the model from the public data so every consumer sees the very same plate.
-    model = get_model(spec_from_public(public))
+    plate = Plate(
+        size_mm=config.plate_mm,
+        thickness_mm=config.thickness_mm,
+        kx_w_mk=round(kx, 1),
+        ky_w_mk=round(ky, 1),
+        h_conv_w_m2k=config.h_conv,
+        ambient_c=config.ambient_c,
+        heater_radius_mm=config.heater_radius_mm,
+        grid_n=n_grid,
+    )
+    # Build the model from the published plate so every consumer sees the very same plate.
+    model = get_model(plate_spec(plate, heaters, monitors))
     g, h = response_matrices(model)
     # Every monitor must respond noticeably to some heater, and the targets must pin
     # down the powers well (no near-duplicate rows or columns of the response matrix).
@@ -209,20 +183,37 @@ def _attempt(config: ThermalConfig, rng: np.random.Generator) -> Problem | None:
     if lucky_hit_rate(g, rises, config.tolerance_k, p_max) > config.max_lucky_hit:
         return None
     limit = math.ceil(result.hottest_c + config.safety_margin_k)
-    for mon, t in zip(public["monitors"], targets, strict=True):
-        mon["target_c"] = t
-    public["safety_limit_c"] = float(limit)
-
     if not _verify(model, solution, targets, config, limit):
         return None
-    hidden = {
-        "solution": solution.tolist(),
-        "solution_monitor_c": [round(t, 4) for t in result.monitor_c],
-        "solution_hottest_c": round(result.hottest_c, 4),
-        "safety_binding": _safety_binds(g, h, targets, config, limit),
-        "uniform_baseline_excess_k": round(lazy, 4),
-    }
-    return Problem(public=public, hidden=hidden)
+    public = Public(
+        plate=plate,
+        heaters=tuple(
+            Heater(id=f"H{i + 1}", x_mm=round(x * dx_mm, 2), y_mm=round(y * dx_mm, 2), node=(x, y))
+            for i, (x, y) in enumerate(heaters)
+        ),
+        monitors=tuple(
+            Monitor(
+                id=f"M{i + 1}",
+                x_mm=round(x * dx_mm, 2),
+                y_mm=round(y * dx_mm, 2),
+                node=(x, y),
+                target_c=t,
+            )
+            for i, ((x, y), t) in enumerate(zip(monitors, targets, strict=True))
+        ),
+        max_power_w=config.max_power_w,
+        tolerance_k=config.tolerance_k,
+        max_simulations=config.max_simulations,
+        safety_limit_c=float(limit),
+    )
+    hidden = Hidden(
+        solution=tuple(solution.tolist()),
+        solution_monitor_c=tuple(round(t, 4) for t in result.monitor_c),
+        solution_hottest_c=round(result.hottest_c, 4),
+        safety_binding=_safety_binds(g, h, targets, config, limit),
+        uniform_baseline_excess_k=round(lazy, 4),
+    )
+    return Problem(public=public.model_dump(mode="json"), hidden=hidden.model_dump(mode="json"))
 
 
 def lucky_hit_rate(g: np.ndarray, rises: list[float], tolerance_k: float, p_max: float) -> float:

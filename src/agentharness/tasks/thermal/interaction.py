@@ -5,11 +5,11 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 from agentharness.core.task import Budgets, Interaction
-from agentharness.core.tools import World
+from agentharness.tasks.thermal.problem import Public
 from agentharness.tasks.thermal.tools import ThermalWorld
 
 
-class ThermalInteraction(Interaction):
+class ThermalInteraction(Interaction[ThermalWorld]):
     """Nudges with the state of the search: best simulation so far and what to do next."""
 
     def __init__(self) -> None:
@@ -21,13 +21,13 @@ class ThermalInteraction(Interaction):
         )
 
     def on_no_tool_call(
-        self, instance: Instance, world: World, message: Message, nudges: int
+        self, instance: Instance, world: ThermalWorld, message: Message, nudges: int
     ) -> str | None:
-        assert isinstance(world, ThermalWorld)
-        n = len(instance.public["heaters"])
+        pub = instance.public_as(Public)
+        n = len(pub.heaters)
         fmt = (
             f"powers = a list of {n} numbers in watts (heaters H1..H{n}, each 0 to "
-            f"{instance.public['max_power_w']:g} W)"
+            f"{pub.max_power_w:g} W)"
         )
         best = world.best_report
         if best is None:
@@ -37,7 +37,7 @@ class ThermalInteraction(Interaction):
                 "with fixed-temperature edges is linear in the heater powers, so a few simulations "
                 "tell you how each heater affects each monitor."
             )
-        left = int(instance.public["max_simulations"]) - world.simulations
+        left = pub.max_simulations - world.simulations
         return (
             f"You did not call a tool. Your best simulation so far: powers {best['powers_w']} W -> "
             f"{best['verdict']}. You have {left} simulations left. Keep adjusting with `simulate`, "

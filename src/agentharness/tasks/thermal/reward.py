@@ -25,7 +25,8 @@ import numpy as np
 from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
-from agentharness.core.tools import ToolError, World
+from agentharness.core.tools import ToolError
+from agentharness.tasks.thermal.problem import Public
 from agentharness.tasks.thermal.simulator import (
     SimulationError,
     get_model,
@@ -34,7 +35,7 @@ from agentharness.tasks.thermal.simulator import (
     spec_from_public,
     uniform_baseline,
 )
-from agentharness.tasks.thermal.tools import check_powers
+from agentharness.tasks.thermal.tools import ThermalWorld, check_powers
 
 W_TARGETS, W_EFFICIENCY = 0.85, 0.15
 # Partial credit (targets not all hit) is at most this share of the targets component.
@@ -57,24 +58,24 @@ def partial_credit(excess_k: float, uniform_excess_k: float) -> float:
     return PARTIAL_CAP * progress(excess_k, uniform_excess_k) ** 2
 
 
-def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
+def reward(instance: Instance, world: ThermalWorld, trajectory: Trajectory) -> Reward:
     """Targets (gated on safety, partial credit relative to the best uniform setting) and
     efficiency once solved."""
     answer = world.final_answer
     if answer is None:
         return Reward.zero("no powers were submitted")
-    pub = instance.public
+    pub = instance.public_as(Public)
     try:
-        powers = check_powers(instance, list(answer.get("powers", [])))
+        powers = check_powers(pub, list(answer.get("powers", [])))
         model = get_model(spec_from_public(pub))
         result = model.solve(powers)
     except (ToolError, SimulationError, TypeError, ValueError) as e:
         return Reward.zero(f"the submitted powers are invalid: {e}")
 
-    tol = float(pub["tolerance_k"])
-    limit = float(pub["safety_limit_c"])
-    ambient = float(pub["plate"]["ambient_c"])
-    targets = np.array([float(m["target_c"]) for m in pub["monitors"]])
+    tol = pub.tolerance_k
+    limit = pub.safety_limit_c
+    ambient = pub.plate.ambient_c
+    targets = np.array([m.target_c for m in pub.monitors])
     errors = np.asarray(result.monitor_c) - targets
     n_mon = len(errors)
     hits = int(np.sum(np.abs(errors) <= tol))
@@ -82,12 +83,12 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
     safe = result.hottest_c <= limit
     excess = rms_excess(errors, tol)
     g, _ = response_matrices(model)
-    _, uniform_excess = uniform_baseline(g, targets - ambient, tol, float(pub["max_power_w"]))
+    _, uniform_excess = uniform_baseline(g, targets - ambient, tol, pub.max_power_w)
     prog = progress(excess, uniform_excess)
 
-    sims = int(getattr(world, "simulations", 0))
-    free = len(pub["heaters"]) + FREE_EXTRA
-    budget = int(pub["max_simulations"])
+    sims = world.simulations
+    free = len(pub.heaters) + FREE_EXTRA
+    budget = pub.max_simulations
     efficiency = 1.0 if sims <= free else max(0.0, 1.0 - (sims - free) / max(1, budget - free))
 
     components = [

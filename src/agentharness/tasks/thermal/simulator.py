@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from agentharness.tasks.thermal.problem import Plate, Public
+
 
 class SimulationError(ValueError):
     """The simulator cannot evaluate the request (bad powers, numerical failure)."""
@@ -219,22 +221,26 @@ def uniform_baseline(
     return best_c, best
 
 
-def spec_from_public(public: dict[str, object]) -> PlateSpec:
-    """Rebuild the plate from an instance's public data."""
-    plate = public["plate"]
-    assert isinstance(plate, dict)
-    heaters = public["heaters"]
-    monitors = public["monitors"]
-    assert isinstance(heaters, list) and isinstance(monitors, list)
+def plate_spec(
+    plate: Plate, heaters: Sequence[tuple[int, int]], monitors: Sequence[tuple[int, int]]
+) -> PlateSpec:
+    """The plate as the prompt states it, with heaters and monitors at these grid nodes."""
     return PlateSpec(
-        grid_n=int(plate["grid_n"]),
-        size_m=float(plate["size_mm"]) / 1000.0,
-        thickness_m=float(plate["thickness_mm"]) / 1000.0,
-        kx=float(plate["kx_w_mk"]),
-        ky=float(plate["ky_w_mk"]),
-        h_conv=float(plate["h_conv_w_m2k"]),
-        ambient_c=float(plate["ambient_c"]),
-        heater_sigma_m=float(plate["heater_radius_mm"]) / 1000.0,
-        heaters=tuple((int(h["node"][0]), int(h["node"][1])) for h in heaters),
-        monitors=tuple((int(mo["node"][0]), int(mo["node"][1])) for mo in monitors),
+        grid_n=plate.grid_n,
+        size_m=plate.size_mm / 1000.0,
+        thickness_m=plate.thickness_mm / 1000.0,
+        kx=plate.kx_w_mk,
+        ky=plate.ky_w_mk,
+        h_conv=plate.h_conv_w_m2k,
+        ambient_c=plate.ambient_c,
+        heater_sigma_m=plate.heater_radius_mm / 1000.0,
+        heaters=tuple(heaters),
+        monitors=tuple(monitors),
+    )
+
+
+def spec_from_public(public: Public) -> PlateSpec:
+    """Rebuild the plate from an instance's public data."""
+    return plate_spec(
+        public.plate, [h.node for h in public.heaters], [m.node for m in public.monitors]
     )

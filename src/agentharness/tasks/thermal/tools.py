@@ -10,6 +10,7 @@ from pydantic import Field
 
 from agentharness.core.instance import Instance
 from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.tasks.thermal.problem import Public
 from agentharness.tasks.thermal.simulator import (
     PlateModel,
     SimResult,
@@ -28,24 +29,23 @@ Powers = Annotated[
 ]
 
 
-def check_powers(instance: Instance, powers: list[float]) -> list[float]:
+def check_powers(public: Public, powers: list[float]) -> list[float]:
     """Instance-level validation with messages that say how to fix the call."""
-    pub = instance.public
-    n = len(pub["heaters"])
-    ids = ", ".join(h["id"] for h in pub["heaters"])
+    n = len(public.heaters)
+    ids = ", ".join(h.id for h in public.heaters)
     if len(powers) != n:
         raise ToolError(
             f"expected exactly {n} powers (one per heater, in order {ids}), got {len(powers)}."
         )
-    p_max = float(pub["max_power_w"])
+    p_max = public.max_power_w
     bad = []
-    for h, p in zip(pub["heaters"], powers, strict=True):
+    for h, p in zip(public.heaters, powers, strict=True):
         if not isinstance(p, int | float) or not math.isfinite(p):
-            bad.append(f"{h['id']}={p!r} is not a finite number")
+            bad.append(f"{h.id}={p!r} is not a finite number")
         elif p < 0:
-            bad.append(f"{h['id']}={p:g} W is negative")
+            bad.append(f"{h.id}={p:g} W is negative")
         elif p > p_max:
-            bad.append(f"{h['id']}={p:g} W exceeds the maximum {p_max:g} W")
+            bad.append(f"{h.id}={p:g} W exceeds the maximum {p_max:g} W")
     if bad:
         raise ToolError(
             f"invalid powers: {'; '.join(bad)}. Each power must be in [0, {p_max:g}] W."
@@ -53,16 +53,15 @@ def check_powers(instance: Instance, powers: list[float]) -> list[float]:
     return [float(p) for p in powers]
 
 
-def report(instance: Instance, model: PlateModel, r: SimResult) -> dict[str, Any]:
+def report(public: Public, model: PlateModel, r: SimResult) -> dict[str, Any]:
     """The feedback of one simulation: per-monitor errors and the safety verdict."""
-    pub = instance.public
-    tol = float(pub["tolerance_k"])
-    limit = float(pub["safety_limit_c"])
+    tol = public.tolerance_k
+    limit = public.safety_limit_c
     monitors = []
     hits = 0
     sq = 0.0
-    for mon, t in zip(pub["monitors"], r.monitor_c, strict=True):
-        err = t - float(mon["target_c"])
+    for mon, t in zip(public.monitors, r.monitor_c, strict=True):
+        err = t - mon.target_c
         ok = abs(err) <= tol
         hits += ok
         sq += err * err
@@ -72,9 +71,9 @@ def report(instance: Instance, model: PlateModel, r: SimResult) -> dict[str, Any
             status = f"too {'hot' if err > 0 else 'cold'} by {abs(err):.3f} K"
         monitors.append(
             {
-                "id": mon["id"],
+                "id": mon.id,
                 "temperature_c": round(t, 3),
-                "target_c": mon["target_c"],
+                "target_c": mon.target_c,
                 "error_k": round(err, 3),
                 "within_tolerance": ok,
                 "status": status,
@@ -93,8 +92,8 @@ def report(instance: Instance, model: PlateModel, r: SimResult) -> dict[str, Any
         "powers_w": [round(p, 6) for p in r.powers],
         "monitors": monitors,
         "heaters": [
-            {"id": h["id"], "power_w": round(p, 6), "temperature_c": round(t, 3)}
-            for h, p, t in zip(pub["heaters"], r.powers, r.heater_c, strict=True)
+            {"id": h.id, "power_w": round(p, 6), "temperature_c": round(t, 3)}
+            for h, p, t in zip(public.heaters, r.powers, r.heater_c, strict=True)
         ],
         "hottest": {
             "temperature_c": round(r.hottest_c, 3),
@@ -115,29 +114,30 @@ class ThermalWorld(World):
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
-        self.model = get_model(spec_from_public(instance.public))
+        self.public = instance.public_as(Public)
+        self.model = get_model(spec_from_public(self.public))
         self.simulations = 0
         self.last_report: dict[str, Any] | None = None
         self.best_report: dict[str, Any] | None = None
 
     def run(self, powers: list[float]) -> tuple[SimResult, dict[str, Any]]:
         """Validate and solve; simulator failures become ToolErrors."""
-        checked = check_powers(self.instance, powers)
+        checked = check_powers(self.public, powers)
         try:
             result = self.model.solve(checked)
         except SimulationError as e:
             raise ToolError(f"the simulation failed: {e}. Check the powers and try again.") from e
-        return result, report(self.instance, self.model, result)
+        return result, report(self.public, self.model, result)
 
     @tool
-    def simulate(self, powers: Powers) -> str:
+    def simulate(self, powers: Powers) -> ToolResult:
         """Solve the steady heat equation for the given heater powers and report the temperatures.
 
         Args:
             powers: heater powers in watts, one per heater in order H1, H2, ...; each between 0 and
                 the maximum power stated in the task.
         """
-        budget = int(self.instance.public["max_simulations"])
+        budget = self.public.max_simulations
         if self.simulations >= budget:
             raise ToolError(
                 f"the simulation budget ({budget} calls) is used up; call submit_powers with your "
@@ -150,7 +150,7 @@ class ThermalWorld(World):
         self.last_report = rep
         if self.best_report is None or _score(rep) > _score(self.best_report):
             self.best_report = rep
-        return json.dumps(rep, ensure_ascii=False)
+        return ToolResult(text=json.dumps(rep, ensure_ascii=False), data=rep)
 
     @tool(final=True)
     def submit_powers(self, powers: Powers) -> ToolResult:
@@ -161,7 +161,7 @@ class ThermalWorld(World):
                 the maximum power stated in the task.
         """
         _, rep = self.run(powers)
-        return ToolResult(text=f"Submitted powers {rep['powers_w']} W. {rep['verdict']}.")
+        return ToolResult(text=f"Submitted powers {rep['powers_w']} W. {rep['verdict']}.", data=rep)
 
 
 def _score(rep: dict[str, Any]) -> tuple[bool, int, float]:
