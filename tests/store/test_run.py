@@ -90,3 +90,45 @@ def test_timings_and_ids() -> None:
     record = _record()
     assert record.episode_id.endswith("#0@expert")
     assert isinstance(record.timings, Timings) and record.timings.wall_s >= 0
+
+
+@pytest.mark.parametrize(
+    "ref", ["file:../../secret.png", "file:/etc/hostname", "file:images", "file:images/none.png"]
+)
+def test_image_references_never_leave_the_run(tmp_path: Path, ref: str) -> None:
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"\x89PNG top secret")
+    run = RunDir(tmp_path / "a" / "run")
+    run.create({"command": "test"})
+    run.append(_record(seed=2))
+    run.append(_record(seed=3, with_image=True))
+    line = run.episodes_path.read_text().splitlines()[1]
+    stored = line.split('"file:', 1)[1].split('"', 1)[0]
+    tampered = line.replace(f"file:{stored}", ref)
+    run.episodes_path.write_text(run.episodes_path.read_text().replace(line, tampered))
+    with pytest.warns(CorruptLineWarning, match=r"skipped episode .*guess-v1:3") as caught:
+        kept = list(run.episodes(resolve_images=True))
+    assert [r.seed for r in kept] == [2]
+    assert "outside" in str(caught[0].message) or "names no file" in str(caught[0].message)
+    (bad,) = [r for r in run.episodes() if r.seed == 3]
+    with pytest.raises(RunDirError):
+        run.image_path(bad.messages[4].images[0])
+
+
+def test_export_of_a_tampered_run_copies_nothing_from_outside(tmp_path: Path) -> None:
+    from agentharness.export.sft import export_sft
+
+    (tmp_path / "secret.png").write_bytes(b"\x89PNG top secret")
+    run = RunDir(tmp_path / "run")
+    run.create({"command": "test"})
+    run.append(_record(seed=2))
+    run.append(_record(seed=3, with_image=True))
+    text = run.episodes_path.read_text()
+    stored = text.split('"file:', 1)[1].split('"', 1)[0]
+    run.episodes_path.write_text(text.replace(f"file:{stored}", "file:../secret.png"))
+    out = tmp_path / "out" / "sft.jsonl"
+    with pytest.warns(CorruptLineWarning):
+        assert export_sft([run.path], out) == 1
+    assert not any(
+        p.read_bytes() == b"\x89PNG top secret" for p in (tmp_path / "out").rglob("*") if p.is_file()
+    )

@@ -162,9 +162,16 @@ class RunDir:
                 if record is None:
                     continue
                 if resolve_images:
-                    record = record.model_copy(
-                        update={"messages": [self._inline_images(m) for m in record.messages]}
-                    )
+                    try:
+                        messages = [self._inline_images(m) for m in record.messages]
+                    except RunDirError as e:
+                        warnings.warn(
+                            f"{self.episodes_path}:{lineno}: skipped episode {record.episode_id}: {e}",
+                            CorruptLineWarning,
+                            stacklevel=2,
+                        )
+                        continue
+                    record = record.model_copy(update={"messages": messages})
                 yield record
 
     def _parse_line(self, line: str, lineno: int) -> EpisodeRecord | None:
@@ -196,16 +203,29 @@ class RunDir:
             return message
         parts = []
         for part in message.content:
-            if isinstance(part, ImagePart) and part.image_url.url.startswith(FILE_PREFIX):
-                part = ImagePart.from_png(
-                    (self.path / part.image_url.url[len(FILE_PREFIX) :]).read_bytes()
-                )
+            path = self.image_path(part) if isinstance(part, ImagePart) else None
+            if path is not None:
+                part = ImagePart.from_png(path.read_bytes())
             parts.append(part)
         return message.model_copy(update={"content": parts})
 
     def image_path(self, part: ImagePart) -> Path | None:
+        """The file behind a ``file:`` image reference, which must lie inside this run.
+
+        A run directory may come from anyone: a reference that leaves it (``file:../x``,
+        ``file:/etc/x``, a symlink out) or names no file is refused, never read.
+        """
         url = part.image_url.url
-        return self.path / url[len(FILE_PREFIX) :] if url.startswith(FILE_PREFIX) else None
+        if not url.startswith(FILE_PREFIX):
+            return None
+        ref = url[len(FILE_PREFIX) :]
+        root = self.path.resolve()
+        path = (root / ref).resolve()
+        if Path(ref).is_absolute() or not path.is_relative_to(root / IMAGES):
+            raise RunDirError(f"image reference {url!r} points outside {self.path / IMAGES}")
+        if not path.is_file():
+            raise RunDirError(f"image reference {url!r} names no file in the run")
+        return path
 
     def done_ids(self) -> set[str]:
         """Ids of the finished episodes, read cheaply (for resuming)."""
