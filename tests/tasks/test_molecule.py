@@ -10,12 +10,13 @@ import pytest
 
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
-from agentharness.core.messages import Message, ToolCall, assistant
-from agentharness.core.registry import get_task
+from agentharness.core.messages import Message, ToolOutcome, assistant, tool_message
+from agentharness.core.registry import episode_for, get_task
 from agentharness.core.task import TaskConfigError
 from agentharness.tasks.molecule import TASK
 from agentharness.tasks.molecule import tools as molecule_tools
 from agentharness.tasks.molecule.generator import START_MIN_GAP
+from agentharness.tasks.molecule.problem import Hidden, Public
 from agentharness.tasks.molecule.reward import EFFICIENCY_WEIGHT, PARTIAL_WEIGHT
 from agentharness.tasks.molecule.simulator import (
     CUTOFF,
@@ -32,30 +33,21 @@ from agentharness.tasks.molecule.simulator import (
     relax,
 )
 from agentharness.tasks.molecule.tools import MoleculeWorld
+from agentharness.testing.tasks import run_expert, step_call
 
 DIFFS = ("easy", "medium", "hard")
 SMALL = {"n_atoms_min": 6, "n_atoms_max": 6}
 
 
-def episode(inst: Instance) -> Episode:
-    return Episode(spec=TASK, instance=inst, budgets=TASK.interaction.budgets)
+def data(msg: Message) -> dict[str, Any]:
+    """A successful tool call's result data."""
+    assert msg.outcome is not None and not msg.outcome.is_error, msg.text
+    assert isinstance(msg.outcome.data, dict)
+    return msg.outcome.data
 
 
-def call(name: str, args: dict[str, Any] | str, cid: str = "c1") -> Message:
-    return assistant(tool_calls=[ToolCall.make(cid, name, args)])
-
-
-def step(ep: Episode, name: str, args: dict[str, Any] | str, cid: str = "c1") -> Message:
-    obs = ep.step(call(name, args, cid))
-    (msg,) = [m for m in obs.messages if m.role == "tool"]
-    return msg
-
-
-def run_expert(ep: Episode) -> Episode:
-    expert = TASK.expert(ep.instance)
-    while not ep.done:
-        ep.step(expert.next_turn(ep.messages))
-    return ep
+def failed(msg: Message) -> bool:
+    return msg.outcome is not None and msg.outcome.is_error
 
 
 def perturbed(coords: list[list[float]], amount: float, seed: int = 0) -> list[list[float]]:
@@ -192,25 +184,39 @@ def test_config_validation() -> None:
     assert fixed.public["sigma"] == 1.0
 
 
+def test_problem_models_read_and_dump_the_instance_data_exactly() -> None:
+    for d in DIFFS:
+        inst = TASK.instance(1, d)
+        for model, raw in ((Public, inst.public), (Hidden, inst.hidden)):
+            assert json.dumps(model.model_validate(raw).model_dump(mode="json")) == json.dumps(raw)
+        pub = inst.public_as(Public)
+        assert pub is inst.public_as(Public)  # validated once per instance
+        assert pub.target_energy == inst.hidden_as(Hidden).global_minimum
+    hidden = TASK.instance(0, "medium", reveal_target=False)
+    assert hidden.public_as(Public).target_energy is None
+
+
 # -- tools -------------------------------------------------------------------------
 def test_local_minimize_feedback_then_submit_solves() -> None:
     inst = TASK.instance(0, "easy", **SMALL)
-    ep = episode(inst)
+    ep = episode_for(inst)
     budget = inst.public["call_budget"]
-    first = json.loads(step(ep, "local_minimize", {"coordinates": inst.public["start"]}).text)
+    first = data(step_call(ep, "local_minimize", {"coordinates": inst.public["start"]}))
     assert first["global_minimum_reached"] is False
     assert first["energy"] > inst.hidden["global_minimum"] + 0.01
     assert first["calls_left"] == budget - 1
     assert len(first["coordinates"]) == 6 and "perturb" in first["note"]
 
     near = perturbed(inst.hidden["solution"], 0.05)
-    second = json.loads(step(ep, "local_minimize", {"coordinates": near}, "c2").text)
+    second = data(step_call(ep, "local_minimize", {"coordinates": near}, "c2"))
     assert second["global_minimum_reached"] is True
     assert second["best_energy_so_far"] == second["energy"]
     assert "submit" in second["note"]
 
-    result = step(ep, "submit_structure", {"coordinates": second["coordinates"]}, "c3")
-    assert not result.text.startswith("Error")
+    result = step_call(ep, "submit_structure", {"coordinates": second["coordinates"]}, "c3")
+    submitted = data(result)
+    assert submitted["n_atoms"] == 6
+    assert result.text == f"Structure submitted: 6 atoms, energy {submitted['energy']:.6f}."
     assert ep.end_reason == "answered"
     r = ep.reward()
     assert r.success and r.total >= TASK.solved_threshold
@@ -220,11 +226,13 @@ def test_local_minimize_feedback_then_submit_solves() -> None:
 
 def test_energy_tool_reports_sparse_feedback() -> None:
     inst = TASK.instance(1, "easy", **SMALL)
-    ep = episode(inst)
-    at_min = json.loads(step(ep, "energy", {"coordinates": inst.hidden["solution"]}).text)
+    ep = episode_for(inst)
+    reply = step_call(ep, "energy", {"coordinates": inst.hidden["solution"]})
+    at_min = data(reply)
+    assert reply.text == json.dumps(at_min)  # the text is the data, as JSON
     assert at_min["global_minimum_reached"] is True and at_min["at_local_minimum"] is True
     assert at_min["energy"] == pytest.approx(inst.hidden["global_minimum"], abs=1e-5)
-    start = json.loads(step(ep, "energy", {"coordinates": inst.public["start"]}, "c2").text)
+    start = data(step_call(ep, "energy", {"coordinates": inst.public["start"]}, "c2"))
     assert start["global_minimum_reached"] is False and start["at_local_minimum"] is False
     assert start["closest_pair_distance"] >= 0.95 * inst.public["sigma"] - 2e-3
     assert start["calls_left"] == inst.public["call_budget"] - 2
@@ -250,10 +258,10 @@ def _bad_arguments(n: int) -> list[dict[str, Any] | str]:
 @pytest.mark.parametrize("tool_name", ["energy", "local_minimize", "submit_structure"])
 def test_bad_inputs_are_errors_and_the_episode_continues(tool_name: str) -> None:
     inst = TASK.instance(0, "easy", **SMALL)
-    ep = episode(inst)
+    ep = episode_for(inst)
     for k, args in enumerate(_bad_arguments(6)):
-        msg = step(ep, tool_name, args, f"b{k}")
-        assert msg.text.startswith("Error"), (args, msg.text)
+        msg = step_call(ep, tool_name, args, f"b{k}")
+        assert failed(msg), (args, msg.text)
         assert not ep.done
     assert isinstance(ep.world, MoleculeWorld) and ep.world.calls_used == 0
     texts = [m.text for m in ep.messages if m.role == "tool"]
@@ -263,11 +271,11 @@ def test_bad_inputs_are_errors_and_the_episode_continues(tool_name: str) -> None
 
 def test_loose_atoms_are_refused_by_local_minimize() -> None:
     inst = TASK.instance(0, "easy", **SMALL)
-    ep = episode(inst)
+    ep = episode_for(inst)
     coords = [list(c) for c in inst.hidden["solution"]]
     coords[2] = [9.0, 9.0, 9.0]
-    msg = step(ep, "local_minimize", {"coordinates": coords})
-    assert msg.text.startswith("Error") and "[2]" in msg.text and "neighbour" in msg.text
+    msg = step_call(ep, "local_minimize", {"coordinates": coords})
+    assert failed(msg) and "[2]" in msg.text and "neighbour" in msg.text
     assert not ep.done
 
 
@@ -277,25 +285,23 @@ def test_simulator_failure_becomes_a_tool_error(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(molecule_tools, "relax", fail)
     inst = TASK.instance(0, "easy", **SMALL)
-    ep = episode(inst)
-    msg = step(ep, "local_minimize", {"coordinates": inst.public["start"]})
-    assert msg.text.startswith("Error") and "fell apart" in msg.text
+    ep = episode_for(inst)
+    msg = step_call(ep, "local_minimize", {"coordinates": inst.public["start"]})
+    assert failed(msg) and "fell apart" in msg.text
     assert not ep.done and isinstance(ep.world, MoleculeWorld) and ep.world.calls_used == 0
 
 
 def test_call_budget_is_enforced_and_submit_still_works() -> None:
     inst = TASK.instance(0, "easy", call_budget=2, **SMALL)
-    ep = episode(inst)
+    ep = episode_for(inst)
     for k in range(2):
-        assert not step(
-            ep, "energy", {"coordinates": inst.public["start"]}, f"e{k}"
-        ).text.startswith("Error")
-    refused = step(ep, "local_minimize", {"coordinates": inst.public["start"]}, "e3")
-    assert refused.text.startswith("Error") and "budget" in refused.text
+        assert not failed(step_call(ep, "energy", {"coordinates": inst.public["start"]}, f"e{k}"))
+    refused = step_call(ep, "local_minimize", {"coordinates": inst.public["start"]}, "e3")
+    assert failed(refused) and "budget" in refused.text
     assert "submit_structure" in refused.text
     nudge = ep.step(assistant("hmm"))
     assert "budget is spent" in nudge.messages[-1].text
-    step(ep, "submit_structure", {"coordinates": inst.hidden["solution"]}, "e4")
+    step_call(ep, "submit_structure", {"coordinates": inst.hidden["solution"]}, "e4")
     assert ep.end_reason == "answered" and ep.reward().success
     assert ep.reward().component("efficiency") == pytest.approx(0.5)
     assert ep.reward().total == pytest.approx(1 - EFFICIENCY_WEIGHT * 0.5)
@@ -303,7 +309,7 @@ def test_call_budget_is_enforced_and_submit_still_works() -> None:
 
 def test_nudge_reports_progress() -> None:
     inst = TASK.instance(0, "easy", **SMALL)
-    ep = episode(inst)
+    ep = episode_for(inst)
     obs = ep.step(assistant("Let me think about icosahedra."))
     text = obs.messages[-1].text
     assert "none yet" in text and "calls left" in text and "submit_structure" in text
@@ -312,10 +318,10 @@ def test_nudge_reports_progress() -> None:
 
 # -- reward ------------------------------------------------------------------------
 def _submit(inst: Instance, coords: list[list[float]], energy_calls: int = 0) -> Episode:
-    ep = episode(inst)
+    ep = episode_for(inst)
     for k in range(energy_calls):
-        step(ep, "energy", {"coordinates": inst.public["start"]}, f"x{k}")
-    step(ep, "submit_structure", {"coordinates": coords}, "final")
+        step_call(ep, "energy", {"coordinates": inst.public["start"]}, f"x{k}")
+    step_call(ep, "submit_structure", {"coordinates": coords}, "final")
     assert ep.end_reason == "answered"
     return ep
 
@@ -353,7 +359,7 @@ def test_reward_efficiency_only_trims_a_solved_answer() -> None:
     lazy = _submit(inst, inst.public["start"]).reward()
     assert lazy.total == 0.0 and lazy.component("efficiency") == 1.0
 
-    ep = episode(inst)
+    ep = episode_for(inst)
     while not ep.done:
         ep.step(assistant("no idea"))
     assert ep.end_reason == "no_answer" and ep.reward().total == 0.0
@@ -380,7 +386,7 @@ def _used_fallback(ep: Episode) -> bool:
 @pytest.mark.parametrize("difficulty", DIFFS)
 def test_expert_solves(difficulty: str) -> None:
     for seed in range(3):
-        ep = run_expert(episode(TASK.instance(seed, difficulty)))
+        ep = run_expert(TASK.instance(seed, difficulty))
         r = ep.reward()
         assert ep.end_reason == "answered" and r.success and r.total >= TASK.solved_threshold
         names = [c.name for c in ep.tool_calls]
@@ -393,7 +399,7 @@ def test_expert_searches_honestly() -> None:
     privileged fallback is the exception, and needed more often when it is harder."""
     honest = {}
     for difficulty in ("easy", "hard"):
-        eps = [run_expert(episode(TASK.instance(seed, difficulty))) for seed in range(12)]
+        eps = [run_expert(TASK.instance(seed, difficulty)) for seed in range(12)]
         assert all(ep.reward().success for ep in eps)
         honest[difficulty] = sum(not _used_fallback(ep) for ep in eps)
     assert honest["easy"] >= 11 and honest["hard"] >= 7
@@ -401,45 +407,68 @@ def test_expert_searches_honestly() -> None:
 
 def test_expert_is_robust_to_interleaved_calls() -> None:
     inst = TASK.instance(3, "easy", **SMALL)
-    ep = episode(inst)
+    ep = episode_for(inst)
     expert = TASK.expert(inst)
-    step(ep, "energy", {"coordinates": inst.public["start"]}, "noise1")
+    step_call(ep, "energy", {"coordinates": inst.public["start"]}, "noise1")
     ep.step(expert.next_turn(ep.messages))  # relaxes the start
-    step(ep, "local_minimize", {"coordinates": "garbage"}, "noise2")
-    step(ep, "energy", {"coordinates": inst.hidden["solution"]}, "noise3")
+    step_call(ep, "local_minimize", {"coordinates": "garbage"}, "noise2")
+    step_call(ep, "energy", {"coordinates": inst.hidden["solution"]}, "noise3")
     while not ep.done:  # the same expert object carries on from the mixed history
         ep.step(expert.next_turn(ep.messages))
     assert ep.reward().success
 
 
+def test_expert_reads_results_from_outcomes_not_text() -> None:
+    inst = TASK.instance(0, "easy", **SMALL)
+    expert = TASK.expert(inst)
+    first = expert.next_turn([])
+    (tc,) = first.tool_calls or []
+    assert tc.function.name == "local_minimize"
+    reached = {
+        "energy": inst.hidden["global_minimum"],
+        "global_minimum_reached": True,
+        "coordinates": inst.hidden["solution"],
+    }
+    # a JSON text without an outcome, or an outcome flagged as an error, is no result
+    for outcome in (None, ToolOutcome(data=reached, is_error=True)):
+        reply = tool_message(tc.id, tc.function.name, json.dumps(reached), outcome)
+        nxt = expert.next_turn([first, reply])
+        assert nxt.tool_calls and nxt.tool_calls[0].function.name == "local_minimize"
+    reply = tool_message(tc.id, tc.function.name, "(not read)", ToolOutcome(data=reached))
+    nxt = expert.next_turn([first, reply])
+    assert nxt.tool_calls and nxt.tool_calls[0].function.name == "submit_structure"
+
+
 def test_expert_falls_back_when_the_search_runs_out() -> None:
     inst = TASK.instance(0, "hard", call_budget=2)
-    ep = run_expert(episode(inst))
+    ep = run_expert(inst)
     assert ep.reward().success
     assert [c.id.split("_")[1] for c in ep.tool_calls] == ["start", "refine", "submit"]
 
 
 def test_expert_submits_when_someone_else_spent_the_budget() -> None:
     inst = TASK.instance(0, "easy", call_budget=1, **SMALL)
-    ep = episode(inst)
-    step(ep, "energy", {"coordinates": inst.public["start"]}, "noise")
-    run_expert(ep)
+    ep = episode_for(inst)
+    step_call(ep, "energy", {"coordinates": inst.public["start"]}, "noise")
+    expert = TASK.expert(inst)
+    while not ep.done:  # the expert takes over a conversation someone else began
+        ep.step(expert.next_turn(ep.messages))
     assert ep.reward().success
     assert not any(c.is_error for c in ep.tool_calls)  # it knew the budget was spent
 
 
 # -- exploits (issue 10): scripted lazy policies over 30 seeds per difficulty -------
 def _submit_reward(inst: Instance, coords: Any) -> float:
-    ep = episode(inst)
-    step(ep, "submit_structure", {"coordinates": coords}, "final")
+    ep = episode_for(inst)
+    step_call(ep, "submit_structure", {"coordinates": coords}, "final")
     return ep.reward().total
 
 
 def _minimize_start_then_submit(inst: Instance) -> float:
-    ep = episode(inst)
-    result = json.loads(step(ep, "local_minimize", {"coordinates": inst.public["start"]}).text)
+    ep = episode_for(inst)
+    result = data(step_call(ep, "local_minimize", {"coordinates": inst.public["start"]}))
     assert not result["global_minimum_reached"]
-    step(ep, "submit_structure", {"coordinates": result["coordinates"]}, "final")
+    step_call(ep, "submit_structure", {"coordinates": result["coordinates"]}, "final")
     return ep.reward().total
 
 

@@ -12,8 +12,8 @@ of the result) — under a call budget (30 / 15 / 12). It answers with
   :mod:`.simulator`; energies do not depend on sigma). The generator re-finds the
   structure by seeded basin hopping (numpy, cached per size), scales it by sigma,
   verifies its ASE energy against the table, and stores a randomly rotated and
-  relabelled copy in ``hidden["solution"]``. Sigma varies so that no fixed structure
-  (say, another instance's answer) answers every instance of a size.
+  relabelled copy in ``Hidden.solution`` (:mod:`.problem`). Sigma varies so that no
+  fixed structure (say, another instance's answer) answers every instance of a size.
 * The start is redrawn until its local minimum, found with the tool's own optimizer,
   lies at least 2% of ``|E_global|`` above the global minimum: one ``local_minimize``
   of the start never solves an instance (v1 checked starts with a different optimizer

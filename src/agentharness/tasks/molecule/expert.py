@@ -19,7 +19,6 @@ so random calls interleaved by a noisy agent do not derail it.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -27,6 +26,7 @@ import numpy as np
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.tasks.molecule.problem import Hidden, Public
 from agentharness.tasks.molecule.simulator import DECIMALS, icosahedral_seed, perturb
 
 PERTURBATION = 0.05  # sigma; well inside the global minimum's basin
@@ -38,12 +38,12 @@ class MoleculeExpert:
     """Scripted basin-hopping solver that acts only through the task's tools."""
 
     def __init__(self, instance: Instance) -> None:
-        pub = instance.public
-        self.start: list[list[float]] = pub["start"]
-        self.sigma = float(pub.get("sigma", 1.0))
-        self.budget = int(pub["call_budget"])
-        self.solution: list[list[float]] = instance.hidden["solution"]
-        n = int(pub["n_atoms"])
+        pub = instance.public_as(Public)
+        self.start = pub.start
+        self.sigma = pub.sigma
+        self.budget = pub.call_budget
+        self.solution = instance.hidden_as(Hidden).solution
+        n = pub.n_atoms
         rng = np.random.default_rng([instance.seed % 2**64, 0xE7])
         sol = np.array(self.solution)
         self.candidate = np.round(
@@ -62,17 +62,15 @@ class MoleculeExpert:
         )
 
     def _results(self, messages: list[Message]) -> list[tuple[str, str, dict[str, Any]]]:
-        """(tool call id, tool name, parsed result) of every successful tool result."""
+        """(tool call id, tool name, result data) of every successful energy or
+        local_minimize call, read from the tool messages' outcomes."""
         out = []
         for m in messages:
-            if m.role != "tool" or m.text.startswith("Error"):
+            outcome = m.outcome if m.role == "tool" else None
+            if outcome is None or outcome.is_error or m.name not in COUNTED_TOOLS:
                 continue
-            try:
-                result = json.loads(m.text)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(result, dict):
-                out.append((m.tool_call_id or "", m.name or "", result))
+            if isinstance(outcome.data, dict):
+                out.append((m.tool_call_id or "", m.name or "", outcome.data))
         return out
 
     def _hop(self, result: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
 from agentharness.core.task import Problem
 from agentharness.tasks.molecule.config import MoleculeConfig
+from agentharness.tasks.molecule.problem import Hidden, Public
 from agentharness.tasks.molecule.simulator import (
     COORD_LIMIT,
     DECIMALS,
@@ -77,27 +78,28 @@ class MoleculeGenerator:
                 f"LJ{n}: no start in {_START_DRAWS} draws stays above the global basin"
             )
 
+        public = Public(
+            n_atoms=n,
+            sigma=sigma,
+            start=start.tolist(),
+            call_budget=config.call_budget,
+            tolerance=config.tolerance,
+            target_energy=target if config.reveal_target else None,
+        )
+        hidden = Hidden(
+            global_minimum=target,
+            solution=solution.tolist(),
+            solution_energy=solution_energy,
+            start_local_minimum=start_minimum,
+        )
         return Problem(
-            public={
-                "n_atoms": n,
-                "sigma": sigma,
-                "start": start.tolist(),
-                "call_budget": config.call_budget,
-                "tolerance": config.tolerance,
-                "target_energy": target if config.reveal_target else None,
-            },
-            hidden={
-                "global_minimum": target,
-                "solution": solution.tolist(),
-                "solution_energy": solution_energy,
-                "start_local_minimum": start_minimum,
-            },
+            public=public.model_dump(mode="json"), hidden=hidden.model_dump(mode="json")
         )
 
     def prompt(self, instance: Instance) -> list[Message]:
-        pub = instance.public
-        n, budget, tol = pub["n_atoms"], pub["call_budget"], pub["tolerance"]
-        target = pub["target_energy"]
+        pub = instance.public_as(Public)
+        n, budget, tol = pub.n_atoms, pub.call_budget, pub.tolerance
+        target = pub.target_energy
         if target is not None:
             goal = (
                 f"Target: the known global minimum of LJ{n} is E = {target:.6f} (Cambridge Cluster "
@@ -108,8 +110,8 @@ class MoleculeGenerator:
                 "The target energy is not given: energy and local_minimize tell you only whether a "
                 f"structure is at the global minimum (within {tol:g}) or not."
             )
-        start = json.dumps(pub["start"])
-        sigma = pub["sigma"]
+        start = json.dumps(pub.start)
+        sigma = pub.sigma
         text = f"""Find the lowest-energy arrangement (the global minimum) of a cluster of {n} identical atoms
 interacting through the Lennard-Jones pair potential with epsilon = 1 and sigma = {sigma:g}:
   V(r) = 4 ((sigma/r)^12 - (sigma/r)^6), and the cluster energy E is the sum of V over all atom pairs.

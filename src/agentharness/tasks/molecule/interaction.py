@@ -5,8 +5,8 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 from agentharness.core.task import Budgets, Interaction
-from agentharness.core.tools import World
 from agentharness.tasks.molecule.config import MAX_CALL_BUDGET
+from agentharness.tasks.molecule.problem import Public
 from agentharness.tasks.molecule.tools import MoleculeWorld
 
 # The per-instance call budget (stated in the prompt) is enforced by the world; these
@@ -17,19 +17,17 @@ BUDGETS = Budgets(
 )
 
 
-class MoleculeInteraction(Interaction):
+class MoleculeInteraction(Interaction[MoleculeWorld]):
     """Tells an agent that stopped calling tools where its search stands."""
 
     def __init__(self) -> None:
         super().__init__(BUDGETS)
 
     def on_no_tool_call(
-        self, instance: Instance, world: World, message: Message, nudges: int
+        self, instance: Instance, world: MoleculeWorld, message: Message, nudges: int
     ) -> str | None:
-        if not isinstance(world, MoleculeWorld):
-            return super().on_no_tool_call(instance, world, message, nudges)
         best = "none yet" if world.best_energy is None else f"{world.best_energy:.6f}"
-        target = instance.public.get("target_energy")
+        target = instance.public_as(Public).target_energy
         goal = f" (target {target:.6f})" if target is not None else ""
         if world.calls_left == 0:
             return (

@@ -11,7 +11,7 @@ from __future__ import annotations
 from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
-from agentharness.core.tools import World
+from agentharness.tasks.molecule.problem import Hidden, Public
 from agentharness.tasks.molecule.simulator import StructureError, as_positions, ase_energy
 from agentharness.tasks.molecule.tools import MoleculeWorld
 
@@ -19,7 +19,7 @@ PARTIAL_WEIGHT = 0.5  # the most an answer short of the global minimum can earn
 EFFICIENCY_WEIGHT = 0.05  # the share of a solved answer that depends on calls used
 
 
-def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
+def reward(instance: Instance, world: MoleculeWorld, trajectory: Trajectory) -> Reward:
     """Score the submission as submitted (no re-minimization).
 
     * solved (within ``tolerance`` of the global minimum): ``1 - 0.05 x`` the share of
@@ -29,12 +29,9 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
       ``E_start_min`` is the energy one ``local_minimize`` of the start reaches.
     """
     answer = world.final_answer
-    n = int(instance.public["n_atoms"])
-    sigma = float(instance.public.get("sigma", 1.0))
-    target = float(instance.hidden["global_minimum"])
-    baseline = float(instance.hidden["start_local_minimum"])
-    tol = float(instance.public["tolerance"])
-    budget = int(instance.public["call_budget"])
+    pub, hid = instance.public_as(Public), instance.hidden_as(Hidden)
+    n, sigma, tol, budget = pub.n_atoms, pub.sigma, pub.tolerance, pub.call_budget
+    target, baseline = hid.global_minimum, hid.start_local_minimum
     if answer is None:
         return Reward.zero("no structure was submitted")
     try:
@@ -46,7 +43,7 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
     success = gap <= tol
     span = baseline - target
     progress = 1.0 if success else min(1.0, max(0.0, (baseline - energy) / span))
-    calls = world.calls_used if isinstance(world, MoleculeWorld) else budget
+    calls = world.calls_used
     efficiency = max(0.0, 1.0 - max(0, calls - 1) / budget)
     trim = 1.0 - EFFICIENCY_WEIGHT * (1.0 - efficiency) if success else 1.0
     verdict = "the global minimum" if success else f"{gap:.6f} above the global minimum"

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from agentharness.core.instance import Instance
 from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.tasks.molecule.problem import Hidden, Public
 from agentharness.tasks.molecule.simulator import (
     COORD_LIMIT,
     DECIMALS,
@@ -44,11 +45,12 @@ class MoleculeWorld(World):
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
-        self.n_atoms = int(instance.public["n_atoms"])
-        self.sigma = float(instance.public.get("sigma", 1.0))
-        self.call_budget = int(instance.public["call_budget"])
-        self.tolerance = float(instance.public["tolerance"])
-        self.global_minimum = float(instance.hidden["global_minimum"])
+        pub = instance.public_as(Public)
+        self.n_atoms = pub.n_atoms
+        self.sigma = pub.sigma
+        self.call_budget = pub.call_budget
+        self.tolerance = pub.tolerance
+        self.global_minimum = instance.hidden_as(Hidden).global_minimum
         self.calls_used = 0
         self.best_energy: float | None = None
         self.submitted_energy: float | None = None
@@ -166,4 +168,7 @@ class MoleculeWorld(World):
         except StructureError as err:
             raise ToolError(str(err)) from err
         self.submitted_energy = e
-        return ToolResult(text=f"Structure submitted: {self.n_atoms} atoms, energy {e:.6f}.")
+        return ToolResult(
+            text=f"Structure submitted: {self.n_atoms} atoms, energy {e:.6f}.",
+            data={"n_atoms": self.n_atoms, "energy": e},
+        )
