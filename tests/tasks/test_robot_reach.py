@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import json
@@ -14,14 +13,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agentharness.agents.scripted import NoisyAgent
+from agentharness.agents.scripted import ExpertAgent, NoisyAgent, RandomAgent
+from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
-from agentharness.core.messages import ToolCall, assistant
-from agentharness.core.registry import episode_for, get_task
+from agentharness.core.messages import Message, assistant
+from agentharness.core.registry import episode_for
 from agentharness.core.reward import Reward
 from agentharness.core.task import TaskConfigError
-from agentharness.rollout.runner import run_one
+from agentharness.tasks.robot_reach import TASK as SPEC
+from agentharness.tasks.robot_reach.config import RobotReachConfig
 from agentharness.tasks.robot_reach.expert import RobotReachExpert
+from agentharness.tasks.robot_reach.problem import Hidden, Public
 from agentharness.tasks.robot_reach.reward import (
     PARTIAL_CAP,
     SHAPE_FRAC,
@@ -37,12 +39,22 @@ from agentharness.tasks.robot_reach.simulator import (
     segment_segment_distance,
     solve_ik,
 )
+from agentharness.tasks.robot_reach.tools import RobotReachWorld
+from agentharness.testing.tasks import call, run_agent, run_expert, step_call
 
-SPEC = get_task("robot_reach")
+
+def public(inst: Instance) -> Public:
+    return inst.public_as(Public)
 
 
-def _call(name: str, args: dict[str, Any] | str, n: int = 1) -> Any:
-    return assistant(tool_calls=[ToolCall.make(f"t{n}", name, args)])
+def hidden(inst: Instance) -> Hidden:
+    return inst.hidden_as(Hidden)
+
+
+def world(ep: Episode) -> RobotReachWorld:
+    w = ep.world
+    assert isinstance(w, RobotReachWorld)
+    return w
 
 
 def _handmade(**overrides: Any) -> Instance:
@@ -101,8 +113,8 @@ def test_determinism_and_variety() -> None:
 def test_hidden_solution_verifies(difficulty: str, knobs: dict[str, Any]) -> None:
     for seed in range(6):
         inst = SPEC.instance(seed, difficulty, **knobs)
-        scene = scene_from_public(inst.public)
-        q = scene.arm.validate(inst.hidden["solution"])  # within limits
+        scene = scene_from_public(public(inst))
+        q = scene.arm.validate(list(hidden(inst).solution))  # within limits
         ev = scene.evaluate(q)
         assert ev.distance <= scene.tolerance
         assert ev.collision_free
@@ -110,11 +122,19 @@ def test_hidden_solution_verifies(difficulty: str, knobs: dict[str, Any]) -> Non
         assert scene.arm.n_joints == inst.config["n_links"]
 
 
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_typed_views_are_exactly_the_stored_data(difficulty: str) -> None:
+    inst = SPEC.instance(0, difficulty)
+    # Same values and the same key order: the generator stores these models' dumps.
+    assert json.dumps(public(inst).model_dump(mode="json")) == json.dumps(inst.public)
+    assert json.dumps(hidden(inst).model_dump(mode="json")) == json.dumps(inst.hidden)
+
+
 def test_hard_is_spatial_and_obstacles_are_close() -> None:
     inst = SPEC.instance(0, "hard")
-    assert inst.public["dims"] == 3 and len(inst.public["target"]) == 3
-    assert inst.public["joint_axes"][:2] == ["z", "y"]
-    assert inst.hidden["solution_clearance"] < 3 * inst.config["obstacle_gap"]
+    assert public(inst).dims == 3 and len(public(inst).target) == 3
+    assert public(inst).joint_axes[:2] == ("z", "y")
+    assert hidden(inst).solution_clearance < 3 * inst.config["obstacle_gap"]
 
 
 def test_prompt_states_goal_tools_and_rules() -> None:
@@ -122,8 +142,8 @@ def test_prompt_states_goal_tools_and_rules() -> None:
     text = "\n".join(m.text for m in SPEC.generator.prompt(inst))
     for needle in ("forward_kinematics", "check_collision", "submit_angles", "degrees", "limits"):
         assert needle in text
-    assert json.dumps(inst.public["target"]) in text
-    assert str(inst.hidden["solution"][0]) not in text
+    assert json.dumps(public(inst).target) in text
+    assert str(hidden(inst).solution[0]) not in text
 
 
 def test_bad_knobs_are_rejected() -> None:
@@ -185,7 +205,7 @@ def test_distances_against_brute_force() -> None:
 
 
 def test_obstacle_and_self_collision() -> None:
-    scene = scene_from_public(_handmade().public)
+    scene = scene_from_public(public(_handmade()))
     hit = scene.evaluate(np.array([0.0, 90.0]))
     assert hit.distance == pytest.approx(0.0, abs=1e-9)
     assert not hit.collision_free
@@ -195,14 +215,16 @@ def test_obstacle_and_self_collision() -> None:
     assert free.collision_free and free.distance == pytest.approx(0.0, abs=1e-9)
     # Folded back through a 5 cm link, link 3 runs 5 cm above link 1 (< 2 x 4 cm).
     folded = scene_from_public(
-        _handmade(
-            n_joints=3,
-            link_lengths=[1.0, 0.05, 1.0],
-            joint_axes=["z"] * 3,
-            joint_limits_deg=[[-180.0, 180.0]] * 3,
-            obstacles=[],
-            self_collision=True,
-        ).public
+        public(
+            _handmade(
+                n_joints=3,
+                link_lengths=[1.0, 0.05, 1.0],
+                joint_axes=["z"] * 3,
+                joint_limits_deg=[[-180.0, 180.0]] * 3,
+                obstacles=[],
+                self_collision=True,
+            )
+        )
     )
     ev = folded.evaluate(np.array([0.0, 90.0, 90.0]))
     assert [(c.link, c.other_link) for c in ev.collisions] == [(1, 3)]
@@ -210,8 +232,8 @@ def test_obstacle_and_self_collision() -> None:
 
 def test_ik_jacobian_matches_finite_differences() -> None:
     inst = SPEC.instance(2, "hard")
-    scene = scene_from_public(inst.public)
-    q = np.asarray(inst.hidden["solution"]) + 3.0
+    scene = scene_from_public(public(inst))
+    q = np.asarray(hidden(inst).solution) + 3.0
     f, J, _, _ = scene.residuals(q, margin=0.5)
     assert len(f) > 3  # some clearance rows are active
     h = 1e-6
@@ -223,7 +245,7 @@ def test_ik_jacobian_matches_finite_differences() -> None:
 
 
 def test_ik_finds_the_collision_free_elbow() -> None:
-    scene = scene_from_public(_handmade().public)
+    scene = scene_from_public(public(_handmade()))
     q = solve_ik(scene, [np.array([0.0, 80.0]), np.array([80.0, -80.0])])
     assert q is not None
     ev = scene.evaluate(q)
@@ -234,48 +256,63 @@ def test_ik_finds_the_collision_free_elbow() -> None:
 
 
 def test_forward_kinematics_feedback() -> None:
-    ep = episode_for(_handmade())
-    res = ep.world.execute("forward_kinematics", {"joint_angles": [0, 0]})
+    w = RobotReachWorld(_handmade())
+    res = w.execute("forward_kinematics", {"joint_angles": [0, 0]})
     assert not res.is_error
-    data = json.loads(res.text.splitlines()[0])
+    data = res.data
+    # The model reads the JSON (and a hint below it); scripted policies read the same as data.
+    assert isinstance(data, dict) and res.text.splitlines()[0] == json.dumps(data)
     assert data["joint_positions"] == [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]
     assert data["offset_to_target"] == [-1.0, 1.0]
     assert data["distance_to_target"] == pytest.approx(math.sqrt(2), abs=1e-4)
     assert data["within_tolerance"] is False and data["end_effector"]["heading_deg"] == 0.0
     assert "beyond the tolerance" in res.text
-    ok = json.loads(
-        ep.world.execute("forward_kinematics", {"joint_angles": [90, -90]}).text.splitlines()[0]
-    )
+    ok = w.execute("forward_kinematics", {"joint_angles": [90, -90]}).data
     assert ok["within_tolerance"] is True
+    assert w.best is not None and w.best[1] == [90.0, -90.0]
 
 
 def test_spatial_forward_kinematics_reports_pose() -> None:
     inst = SPEC.instance(0, "hard")
-    ep = episode_for(inst)
-    data = json.loads(
-        ep.world.execute(
-            "forward_kinematics", {"joint_angles": inst.hidden["solution"]}
-        ).text.splitlines()[0]
+    res = RobotReachWorld(inst).execute(
+        "forward_kinematics", {"joint_angles": list(hidden(inst).solution)}
     )
-    assert len(data["joint_positions"]) == inst.public["n_joints"] + 1
+    data = res.data
+    assert res.text.splitlines()[0] == json.dumps(data)
+    assert len(data["joint_positions"]) == public(inst).n_joints + 1
     assert len(data["end_effector"]["rotation_matrix"]) == 3
     assert np.linalg.norm(data["end_effector"]["approach_direction"]) == pytest.approx(1, abs=1e-3)
     assert data["within_tolerance"] is True
 
 
 def test_check_collision_feedback() -> None:
-    ep = episode_for(_handmade())
-    res = ep.world.execute("check_collision", {"joint_angles": [0, 90]})
-    data = json.loads(res.text.splitlines()[0])
+    w = RobotReachWorld(_handmade())
+    res = w.execute("check_collision", {"joint_angles": [0, 90]})
+    data = res.data
+    assert isinstance(data, dict) and res.text.splitlines()[0] == json.dumps(data)
     assert data["collision_free"] is False
     assert data["collisions"] == [{"link": 2, "penetration": 0.24, "obstacle": 1}]
     assert data["min_clearance"] == pytest.approx(-0.24)
     assert "link 2 into obstacle 1" in res.text
-    free = json.loads(
-        ep.world.execute("check_collision", {"joint_angles": [90, -90]}).text.splitlines()[0]
-    )
+    free = w.execute("check_collision", {"joint_angles": [90, -90]}).data
     assert free["collision_free"] is True and free["collisions"] == []
     assert [entry["link"] for entry in free["links"]] == [1, 2]
+
+
+def test_tool_messages_carry_results_as_data() -> None:
+    ep = episode_for(_handmade())
+    fk = step_call(ep, "forward_kinematics", {"joint_angles": [90, -90]})
+    assert fk.outcome is not None and not fk.outcome.is_error
+    assert fk.outcome.data == json.loads(fk.text.splitlines()[0]) == ep.tool_calls[-1].data
+    done = step_call(ep, "submit_angles", {"joint_angles": [0, 90]}, "c2")
+    assert done.outcome is not None and done.outcome.data == {
+        "distance_to_target": 0.0,
+        "tolerance": 0.05,
+        "collision_free": False,
+        "collisions": 1,
+    }
+    assert "1 collision(s)" in done.text
+    json.dumps([r.data for r in ep.tool_calls])  # plain JSON values, as logged
 
 
 @pytest.mark.parametrize(
@@ -298,19 +335,20 @@ def test_check_collision_feedback() -> None:
 def test_bad_inputs_are_tool_errors_and_episode_continues(args: Any, needle: str) -> None:
     for name in ("forward_kinematics", "check_collision", "submit_angles"):
         ep = episode_for(_handmade())
-        obs = ep.step(_call(name, args))
+        obs = ep.step(call(name, args))
         assert not obs.done
         (msg,) = obs.messages
         assert msg.role == "tool" and msg.text.startswith("Error") and needle in msg.text
+        assert msg.outcome is not None and msg.outcome.is_error and msg.outcome.data is None
         assert ep.tool_calls[-1].is_error
         assert ep.world.final_answer is None
         # The agent can still answer correctly afterwards.
-        ep.step(_call("submit_angles", {"joint_angles": [90, -90]}, 2))
+        ep.step(call("submit_angles", {"joint_angles": [90, -90]}, "t2"))
         assert ep.done and ep.reward().success
 
 
 def test_simulator_guards_non_finite_angles() -> None:
-    arm = scene_from_public(_handmade().public).arm
+    arm = scene_from_public(public(_handmade())).arm
     with pytest.raises(ValueError, match="not finite"):
         arm.validate([float("nan"), 0.0])
     with pytest.raises(ValueError, match="exactly 2"):
@@ -320,7 +358,7 @@ def test_simulator_guards_non_finite_angles() -> None:
 # -- reward ------------------------------------------------------------------------
 
 
-def _reward_after(instance: Instance, turns: list[Any]) -> Any:
+def _reward_after(instance: Instance, turns: list[Message]) -> tuple[Episode, Reward]:
     ep = episode_for(instance)
     for turn in turns:
         ep.step(turn)
@@ -329,12 +367,12 @@ def _reward_after(instance: Instance, turns: list[Any]) -> Any:
 
 def test_reward_full_partial_collision_and_none() -> None:
     inst = _handmade()  # no start given: the straight pose, 1.414 m away, is the start
-    _, full = _reward_after(inst, [_call("submit_angles", {"joint_angles": [90, -90]})])
+    _, full = _reward_after(inst, [call("submit_angles", {"joint_angles": [90, -90]})])
     assert full.success and full.total == pytest.approx(1.0)
 
-    _, near = _reward_after(inst, [_call("submit_angles", {"joint_angles": [85, -85]})])
-    _, nearer = _reward_after(inst, [_call("submit_angles", {"joint_angles": [86, -86]})])
-    _, far = _reward_after(inst, [_call("submit_angles", {"joint_angles": [100, -30]})])
+    _, near = _reward_after(inst, [call("submit_angles", {"joint_angles": [85, -85]})])
+    _, nearer = _reward_after(inst, [call("submit_angles", {"joint_angles": [86, -86]})])
+    _, far = _reward_after(inst, [call("submit_angles", {"joint_angles": [100, -30]})])
     assert not near.success and not nearer.success and not far.success
     assert 0.0 < near.total < nearer.total <= W_REACH * PARTIAL_CAP < SPEC.solved_threshold
     assert near.component("collision_free") == 1.0 and near.component("efficiency") == 0.0
@@ -342,7 +380,7 @@ def test_reward_full_partial_collision_and_none() -> None:
     assert far.total == 0.0 and far.component("collision_free") == 1.0
     assert "no credit" in far.explanation
 
-    _, hit = _reward_after(inst, [_call("submit_angles", {"joint_angles": [0, 90]})])
+    _, hit = _reward_after(inst, [call("submit_angles", {"joint_angles": [0, 90]})])
     assert hit.total == 0.0 and not hit.success and hit.component("reach") == 1.0
     assert "collides" in hit.explanation
 
@@ -357,7 +395,7 @@ def test_reach_score_and_shaped_radius() -> None:
     mid = reach_score(0.275, 0.05, 0.5)
     assert mid == pytest.approx(PARTIAL_CAP * 0.25)
     assert reach_score(0.1, 0.05, 0.5) > mid > reach_score(0.4, 0.05, 0.5) > 0.0
-    scene = scene_from_public(_handmade().public)  # reach 2 m
+    scene = scene_from_public(public(_handmade()))  # reach 2 m
     assert shaped_radius(scene, 10.0) == pytest.approx(SHAPE_FRAC * 2.0)
     assert shaped_radius(scene, 0.6) == pytest.approx(START_FRAC * 0.6)
 
@@ -365,22 +403,22 @@ def test_reach_score_and_shaped_radius() -> None:
 def test_partial_credit_is_measured_against_the_start() -> None:
     # The same answer earns less when the arm started closer: it must halve the start's
     # distance before partial credit is paid.
-    answer = _call("submit_angles", {"joint_angles": [80, -80]})
+    answer = call("submit_angles", {"joint_angles": [80, -80]})
     far_start = _handmade(start={"joint_angles": [-90.0, 0.0]})  # 3.16 m away
     near_start = _handmade(start={"joint_angles": [60.0, -20.0]})
     _, a = _reward_after(far_start, [answer])
     _, b = _reward_after(near_start, [answer])
-    d0 = scene_from_public(near_start.public).evaluate(np.array([60.0, -20.0])).distance
+    d0 = scene_from_public(public(near_start)).evaluate(np.array([60.0, -20.0])).distance
     assert 0.0 < b.total < a.total and "start" in a.components[0].detail
-    _, echo = _reward_after(near_start, [_call("submit_angles", {"joint_angles": [60, -20]})])
+    _, echo = _reward_after(near_start, [call("submit_angles", {"joint_angles": [60, -20]})])
     assert echo.total == 0.0 and d0 > 0.05
 
 
 def test_reward_efficiency_falls_with_many_calls() -> None:
     inst = _handmade()
-    probes = [_call("forward_kinematics", {"joint_angles": [0, 0]}, i) for i in range(30)]
+    probes = [call("forward_kinematics", {"joint_angles": [0, 0]}, f"t{i}") for i in range(30)]
     _, slow = _reward_after(
-        inst, [*probes, _call("submit_angles", {"joint_angles": [90, -90]}, 99)]
+        inst, [*probes, call("submit_angles", {"joint_angles": [90, -90]}, "t99")]
     )
     assert slow.success and 0.9 < slow.total < 1.0
     assert 0.0 < (slow.component("efficiency") or 0.0) < 1.0
@@ -388,7 +426,9 @@ def test_reward_efficiency_falls_with_many_calls() -> None:
 
 def test_nudge_mentions_closest_configuration() -> None:
     ep = episode_for(_handmade())
-    ep.step(_call("forward_kinematics", {"joint_angles": [80, -80]}))
+    ep.step(call("forward_kinematics", {"joint_angles": [80, -80]}))
+    best = world(ep).best
+    assert best is not None and best[1] == [80.0, -80.0]
     obs = ep.step(assistant("I think I'm done."))
     assert not obs.done
     text = obs.messages[-1].text
@@ -410,7 +450,7 @@ def lazy_instances(difficulty: str) -> tuple[Instance, ...]:
 
 def one_shot(inst: Instance, angles: list[float]) -> Reward:
     ep = episode_for(inst)
-    ep.step(_call("submit_angles", {"joint_angles": angles}))
+    ep.step(call("submit_angles", {"joint_angles": angles}))
     ep.finish(ep.end_reason or "no_answer")
     return ep.reward()
 
@@ -422,7 +462,7 @@ def assert_lazy(rewards: list[Reward], what: str) -> None:
 
 
 def _collision_free_pose(inst: Instance) -> list[float]:
-    scene = scene_from_public(inst.public)
+    scene = scene_from_public(public(inst))
     rng = np.random.default_rng([inst.seed, 99])
     lo, hi = np.asarray(scene.arm.lower_deg), np.asarray(scene.arm.upper_deg)
     for _ in range(500):
@@ -432,13 +472,19 @@ def _collision_free_pose(inst: Instance) -> list[float]:
     raise AssertionError("no collision-free pose found")
 
 
+def start_angles(inst: Instance) -> list[float]:
+    start = public(inst).start
+    assert start is not None
+    return list(start.joint_angles)
+
+
 LAZY_ANGLES: dict[str, Callable[[Instance], list[float]]] = {
-    "straight pose (all zero)": lambda i: [0.0] * i.public["n_joints"],
-    "lower limits": lambda i: [lo for lo, _ in i.public["joint_limits_deg"]],
-    "upper limits": lambda i: [hi for _, hi in i.public["joint_limits_deg"]],
-    "the start configuration": lambda i: list(i.public["start"]["joint_angles"]),
-    "link lengths echoed": lambda i: list(i.public["link_lengths"]),
-    "schema maximum": lambda i: [360.0] * i.public["n_joints"],
+    "straight pose (all zero)": lambda i: [0.0] * public(i).n_joints,
+    "lower limits": lambda i: [lo for lo, _ in public(i).joint_limits_deg],
+    "upper limits": lambda i: [hi for _, hi in public(i).joint_limits_deg],
+    "the start configuration": start_angles,
+    "link lengths echoed": lambda i: list(public(i).link_lengths),
+    "schema maximum": lambda i: [360.0] * public(i).n_joints,
     "any collision-free pose": _collision_free_pose,
 }
 
@@ -459,10 +505,7 @@ def test_lazy_answers_earn_nothing(difficulty: str) -> None:
 def test_best_constant_answer_earns_little(difficulty: str) -> None:
     constants = []
     for seed in range(1000, 1008):
-        inst = SPEC.instance(seed, difficulty)
-        expert, ep = RobotReachExpert(inst), episode_for(inst)
-        while not ep.done:
-            ep.step(expert.next_turn(ep.messages))
+        ep = run_expert(SPEC.instance(seed, difficulty))
         assert ep.world.final_answer is not None
         constants.append(list(ep.world.final_answer["joint_angles"]))
     for k, angles in enumerate(constants):
@@ -472,37 +515,34 @@ def test_best_constant_answer_earns_little(difficulty: str) -> None:
 
 @pytest.mark.parametrize("difficulty", DIFFS)
 def test_random_and_passive_play_earn_nothing(difficulty: str) -> None:
-    from agentharness.agents.scripted import RandomAgent
-
-    async def run(inst: Instance) -> Reward:
-        ep, _ = await run_one(inst, RandomAgent().policy(inst))
-        return ep.reward()
-
     insts = lazy_instances(difficulty)
-    assert_lazy([asyncio.run(run(i)) for i in insts], f"{difficulty}, random")
+    assert_lazy([run_agent(RandomAgent(), i).reward() for i in insts], f"{difficulty}, random")
     for inst in insts[:10]:  # the same probe every turn, never an answer
         ep = episode_for(inst)
         while not ep.done:
-            start = inst.public["start"]["joint_angles"]
-            ep.step(_call("forward_kinematics", {"joint_angles": start}, ep.turns))
+            ep.step(
+                call("forward_kinematics", {"joint_angles": start_angles(inst)}, f"t{ep.turns}")
+            )
         assert ep.reward().total == 0.0
 
 
 @pytest.mark.parametrize("difficulty", DIFFS)
 def test_start_is_collision_free_far_and_stated(difficulty: str) -> None:
     config = SPEC.make_config(difficulty)
+    assert isinstance(config, RobotReachConfig)
     for inst in lazy_instances(difficulty)[:10]:
-        scene = scene_from_public(inst.public)
-        start = inst.public["start"]
-        ev = scene.evaluate(scene.arm.validate(start["joint_angles"]))
+        scene = scene_from_public(public(inst))
+        start = public(inst).start
+        assert start is not None and start.end_effector is not None
+        ev = scene.evaluate(scene.arm.validate(list(start.joint_angles)))
         assert ev.collision_free
-        assert ev.distance >= config.start_distance * scene.arm.reach  # type: ignore[attr-defined]
-        assert ev.distance == pytest.approx(start["distance_to_target"], abs=1e-4)
-        assert start["end_effector"] == pytest.approx(
+        assert ev.distance >= config.start_distance * scene.arm.reach
+        assert ev.distance == pytest.approx(start.distance_to_target, abs=1e-4)
+        assert list(start.end_effector) == pytest.approx(
             list(ev.points[-1][: scene.arm.dims]), abs=1e-4
         )
         text = "\n".join(m.text for m in SPEC.generator.prompt(inst))
-        assert json.dumps(start["joint_angles"]) in text
+        assert json.dumps(start.joint_angles) in text
 
 
 def test_presets_get_harder_for_a_solver_that_ignores_obstacles() -> None:
@@ -512,9 +552,9 @@ def test_presets_get_harder_for_a_solver_that_ignores_obstacles() -> None:
     for difficulty in DIFFS:
         ok = 0
         for inst in lazy_instances(difficulty):
-            scene = scene_from_public(inst.public)
+            scene = scene_from_public(public(inst))
             bare = dataclasses.replace(scene, obstacles=(), self_collision=False)
-            q = solve_ik(bare, [np.asarray(inst.public["start"]["joint_angles"])])
+            q = solve_ik(bare, [np.asarray(start_angles(inst))])
             ok += q is not None and scene.evaluate(q).collision_free
         rates[difficulty] = ok / LAZY_SEEDS
     assert rates["easy"] > rates["medium"] > rates["hard"], rates
@@ -526,19 +566,12 @@ def test_presets_get_harder_for_a_solver_that_ignores_obstacles() -> None:
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_expert_and_noisy_expert_solve(difficulty: str) -> None:
-    from agentharness.agents.scripted import ExpertAgent
-
-    async def run() -> list[tuple[float, int]]:
-        out = []
-        for agent in (ExpertAgent(), NoisyAgent(0.5)):
-            for seed in range(3):
-                inst = SPEC.instance(100 + seed, difficulty)
-                ep, _ = await run_one(inst, agent.policy(inst))
-                assert ep.end_reason == "answered"
-                out.append((ep.reward().total, len(ep.tool_calls)))
-        return out
-
-    results = asyncio.run(run())
+    results = []
+    for agent in (ExpertAgent(), NoisyAgent(0.5)):
+        for seed in range(3):
+            ep = run_agent(agent, SPEC.instance(100 + seed, difficulty))
+            assert ep.end_reason == "answered"
+            results.append((ep.reward().total, len(ep.tool_calls)))
     assert all(total >= SPEC.solved_threshold for total, _ in results)
     assert all(calls == 3 for _, calls in results[:3])  # the clean expert: check, check, submit
 
@@ -559,3 +592,18 @@ def test_expert_falls_back_when_its_candidate_is_refuted() -> None:
         "submit_angles",
     ]
     assert ep.reward().success
+
+
+def test_expert_reads_results_as_data_not_text() -> None:
+    # With every tool message's text blanked, the expert still refutes the bad candidate
+    # and submits the good one: it decides from the outcomes alone.
+    inst = _handmade()
+    expert = RobotReachExpert(inst)
+    expert.candidates = [("a bad guess", [0.0, 90.0]), ("fallback", [90.0, -90.0])]
+    ep = episode_for(inst)
+    while not ep.done:
+        blank = [
+            m.model_copy(update={"content": ""}) if m.role == "tool" else m for m in ep.messages
+        ]
+        ep.step(expert.next_turn(blank))
+    assert len(ep.tool_calls) == 5 and ep.reward().success

@@ -11,13 +11,13 @@ interleaved by a noisy agent do not derail it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.tasks.robot_reach.problem import Hidden, Public
 from agentharness.tasks.robot_reach.simulator import scene_from_public, solve_ik
 
 RANDOM_STARTS = 6
@@ -29,7 +29,8 @@ class RobotReachExpert:
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
-        self.scene = scene_from_public(instance.public)
+        self.public = instance.public_as(Public)
+        self.scene = scene_from_public(self.public)
         self.n = 0
         self.calls: dict[str, tuple[str, int]] = {}  # my call id -> (tool, candidate index)
         self.candidates: list[tuple[str, list[float]]] | None = None
@@ -39,9 +40,8 @@ class RobotReachExpert:
         rng = np.random.default_rng([self.instance.seed, 7])
         lo, hi = np.asarray(arm.lower_deg), np.asarray(arm.upper_deg)
         starts = [np.zeros(arm.n_joints)]
-        start = self.instance.public.get("start")
-        if isinstance(start, dict) and start.get("joint_angles"):
-            starts.append(np.asarray(start["joint_angles"], dtype=float))  # the arm's rest pose
+        if self.public.start is not None:  # the arm's rest pose
+            starts.append(np.asarray(self.public.start.joint_angles, dtype=float))
         starts += [rng.uniform(lo, hi) for _ in range(RANDOM_STARTS)]
         out: list[tuple[str, list[float]]] = []
         q = solve_ik(self.scene, starts)
@@ -50,7 +50,7 @@ class RobotReachExpert:
         out.append(
             (
                 "a second candidate configuration",
-                [float(x) for x in self.instance.hidden["solution"]],
+                list(self.instance.hidden_as(Hidden).solution),
             )
         )
         return out
@@ -62,15 +62,11 @@ class RobotReachExpert:
             if m.role != "tool" or m.tool_call_id not in self.calls:
                 continue
             name, idx = self.calls[m.tool_call_id]
-            text = m.text
             state = seen.setdefault(idx, {})
-            if text.startswith("Error"):
-                state["failed"] = text
+            if m.outcome is None or m.outcome.is_error:
+                state["failed"] = True
                 continue
-            try:
-                data = json.loads(text.splitlines()[0])
-            except (json.JSONDecodeError, IndexError):
-                continue
+            data = m.outcome.data
             if name == "forward_kinematics":
                 state["fk"] = bool(data.get("within_tolerance"))
                 state["distance"] = data.get("distance_to_target")

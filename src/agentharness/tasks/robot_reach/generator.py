@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
 from agentharness.core.task import Problem
 from agentharness.tasks.robot_reach.config import RobotReachConfig
+from agentharness.tasks.robot_reach.problem import Hidden, Public, Start
 from agentharness.tasks.robot_reach.simulator import Arm, Obstacle, Scene, scene_from_public
 
 MAX_ATTEMPTS = 500
@@ -48,7 +48,7 @@ class RobotReachGenerator:
         )
 
     def prompt(self, instance: Instance) -> list[Message]:
-        return build_prompt(instance.public)
+        return build_prompt(instance.public_as(Public))
 
 
 def _draw(cfg: RobotReachConfig, rng: np.random.Generator) -> Problem | None:
@@ -84,13 +84,15 @@ def _draw(cfg: RobotReachConfig, rng: np.random.Generator) -> Problem | None:
     start = _draw_start(cfg, rng, check)
     if start is None:
         return None
-    public["start"] = start
-    hidden = {
-        "solution": [float(x) for x in q],
-        "solution_distance": round(ev.distance, 6),
-        "solution_clearance": round(ev.min_clearance, 6),
-    }
-    return Problem(public=public, hidden=hidden)
+    hidden = Hidden(
+        solution=tuple(float(x) for x in q),
+        solution_distance=round(ev.distance, 6),
+        solution_clearance=round(ev.min_clearance, 6),
+    )
+    return Problem(
+        public=public.model_copy(update={"start": start}).model_dump(mode="json"),
+        hidden=hidden.model_dump(mode="json"),
+    )
 
 
 def _t3(v: np.ndarray) -> tuple[float, float, float]:
@@ -199,9 +201,7 @@ def _place_obstacles(
     return placed
 
 
-def _draw_start(
-    cfg: RobotReachConfig, rng: np.random.Generator, scene: Scene
-) -> dict[str, Any] | None:
+def _draw_start(cfg: RobotReachConfig, rng: np.random.Generator, scene: Scene) -> Start | None:
     """The arm's resting configuration: collision-free, inside the limits, far from the target.
 
     Its end effector sits at least ``start_distance`` (a share of the arm's reach) from the
@@ -214,30 +214,33 @@ def _draw_start(
         q = np.round(rng.uniform(0.9 * lo, 0.9 * hi), 1)
         ev = scene.evaluate(q)
         if ev.collision_free and ev.distance >= cfg.start_distance * arm.reach:
-            return {
-                "joint_angles": [float(x) for x in q],
-                "end_effector": [round(float(x), 4) for x in ev.points[-1][: arm.dims]],
-                "distance_to_target": round(ev.distance, 4),
-            }
+            return Start(
+                joint_angles=tuple(float(x) for x in q),
+                end_effector=tuple(round(float(x), 4) for x in ev.points[-1][: arm.dims]),
+                distance_to_target=round(ev.distance, 4),
+            )
     return None
 
 
-def _public(cfg: RobotReachConfig, scene: Scene) -> dict[str, Any]:
+def _public(cfg: RobotReachConfig, scene: Scene) -> Public:
+    """What the prompt states about ``scene`` (the start is added once it is drawn)."""
     d = 3 if cfg.spatial else 2
     arm = scene.arm
-    return {
-        "dims": d,
-        "spatial": cfg.spatial,
-        "n_joints": arm.n_joints,
-        "link_lengths": list(arm.link_lengths),
-        "joint_axes": list(arm.axes),
-        "joint_limits_deg": [[lo, hi] for lo, hi in zip(arm.lower_deg, arm.upper_deg, strict=True)],
-        "link_radius": arm.link_radius,
-        "obstacles": [{"center": list(o.center[:d]), "radius": o.radius} for o in scene.obstacles],
-        "target": [round(x, 4) for x in scene.target[:d]],
-        "tolerance": scene.tolerance,
-        "self_collision": scene.self_collision,
-    }
+    return Public.model_validate(
+        {
+            "dims": d,
+            "spatial": cfg.spatial,
+            "n_joints": arm.n_joints,
+            "link_lengths": arm.link_lengths,
+            "joint_axes": arm.axes,
+            "joint_limits_deg": tuple(zip(arm.lower_deg, arm.upper_deg, strict=True)),
+            "link_radius": arm.link_radius,
+            "obstacles": [{"center": o.center[:d], "radius": o.radius} for o in scene.obstacles],
+            "target": [round(x, 4) for x in scene.target[:d]],
+            "tolerance": scene.tolerance,
+            "self_collision": scene.self_collision,
+        }
+    )
 
 
 SYSTEM = (
@@ -248,10 +251,10 @@ SYSTEM = (
 )
 
 
-def build_prompt(public: dict[str, Any]) -> list[Message]:
-    n, d = public["n_joints"], public["dims"]
+def build_prompt(public: Public) -> list[Message]:
+    n, d = public.n_joints, public.dims
     coords = "[x, y]" if d == 2 else "[x, y, z]"
-    if public["spatial"]:
+    if public.spatial:
         kin = (
             "The arm is spatial (3-D). Joint i turns by q_i degrees (right-handed) about its local "
             "axis listed below - 'z' (yaw) or 'y' (pitch; a positive angle tilts the link from +x "
@@ -270,44 +273,44 @@ def build_prompt(public: dict[str, Any]) -> list[Message]:
         f"  joint {i + 1}: axis {ax}, limits [{lo:g}, {hi:g}] deg, link length {length:g} m"
         for i, (ax, (lo, hi), length) in enumerate(
             zip(
-                public["joint_axes"],
-                public["joint_limits_deg"],
-                public["link_lengths"],
+                public.joint_axes,
+                public.joint_limits_deg,
+                public.link_lengths,
                 strict=True,
             )
         )
     )
     obstacles = (
         "\n".join(
-            f"  obstacle {j + 1}: center {json.dumps(o['center'])}, radius {o['radius']:g} m"
-            for j, o in enumerate(public["obstacles"])
+            f"  obstacle {j + 1}: center {json.dumps(o.center)}, radius {o.radius:g} m"
+            for j, o in enumerate(public.obstacles)
         )
         or "  (none)"
     )
     self_rule = (
         " Links may not touch each other either (self-collision between non-adjacent links counts)."
-        if public["self_collision"]
+        if public.self_collision
         else ""
     )
-    start = public.get("start")
+    start = public.start
     start_text = ""
-    if isinstance(start, dict) and "joint_angles" in start:
+    if start is not None:
         start_text = (
-            f"The arm rests at joint angles {json.dumps(start['joint_angles'])} (degrees, base "
+            f"The arm rests at joint angles {json.dumps(start.joint_angles)} (degrees, base "
             "to tip; collision-free)"
         )
-        if "end_effector" in start and "distance_to_target" in start:
+        if start.end_effector is not None and start.distance_to_target is not None:
             start_text += (
-                f", with its end effector at {json.dumps(start['end_effector'])}, "
-                f"{start['distance_to_target']:g} m from the target"
+                f", with its end effector at {json.dumps(start.end_effector)}, "
+                f"{start.distance_to_target:g} m from the target"
             )
         start_text += ".\n\n"
     text = (
-        f"Move the end effector of a {n}-joint arm onto the target {json.dumps(public['target'])} "
-        f"(coordinates {coords} in metres), within {public['tolerance']:g} m.\n\n"
+        f"Move the end effector of a {n}-joint arm onto the target {json.dumps(public.target)} "
+        f"(coordinates {coords} in metres), within {public.tolerance:g} m.\n\n"
         f"{start_text}"
         f"Kinematics: the base is fixed at the origin. {kin}\n\nJoints (base to tip):\n{joints}\n\n"
-        f"Each link is a capsule of radius {public['link_radius']:g} m around the segment between "
+        f"Each link is a capsule of radius {public.link_radius:g} m around the segment between "
         f"its two joints. A link collides with an obstacle when the segment comes closer to the "
         f"obstacle's centre than link radius + obstacle radius.{self_rule}\n\n"
         f"Obstacles:\n{obstacles}\n\n"

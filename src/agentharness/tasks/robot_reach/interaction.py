@@ -5,7 +5,8 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 from agentharness.core.task import Budgets, Interaction
-from agentharness.core.tools import World
+from agentharness.tasks.robot_reach.problem import Public
+from agentharness.tasks.robot_reach.tools import RobotReachWorld
 
 BUDGETS = Budgets(max_turns=40, max_tool_calls=60, max_nudges=2, max_format_errors=3)
 
@@ -15,25 +16,25 @@ def par_tool_calls(n_joints: int) -> int:
     return 10 + 2 * n_joints
 
 
-class RobotReachInteraction(Interaction):
+class RobotReachInteraction(Interaction[RobotReachWorld]):
     """Nudges a silent agent back to the tools, reminding it of its closest attempt."""
 
     def __init__(self) -> None:
         super().__init__(BUDGETS)
 
     def on_no_tool_call(
-        self, instance: Instance, world: World, message: Message, nudges: int
+        self, instance: Instance, world: RobotReachWorld, message: Message, nudges: int
     ) -> str | None:
-        pub = instance.public
-        n, tol = pub["n_joints"], pub["tolerance"]
+        pub = instance.public_as(Public)
+        n, tol = pub.n_joints, pub.tolerance
         text = (
             "You did not call a tool, so nothing happened. Test configurations with "
-            f"forward_kinematics(joint_angles) (distance and offset to the target {pub['target']}) and "
+            f"forward_kinematics(joint_angles) (distance and offset to the target {list(pub.target)}) and "
             f"check_collision(joint_angles) (obstacles and clearances), then call "
             f"submit_angles(joint_angles) with exactly {n} angles in degrees within the joint limits "
             f"once the distance is at most {tol:g} m and nothing collides."
         )
-        best = getattr(world, "best", None)
+        best = world.best
         if best is not None:
             dist, angles = best
             text += (

@@ -17,16 +17,15 @@ The reward (robot_reach-v2) pays for reaching, not for avoiding obstacles:
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
-from agentharness.core.tools import World
 from agentharness.tasks.robot_reach.interaction import BUDGETS, par_tool_calls
+from agentharness.tasks.robot_reach.problem import Public
 from agentharness.tasks.robot_reach.simulator import ArmInputError, Scene, scene_from_public
+from agentharness.tasks.robot_reach.tools import RobotReachWorld
 
 W_REACH, W_EFFICIENCY = 0.9, 0.1
 # Partial credit (outside the tolerance) is at most this share of the reach component.
@@ -37,11 +36,10 @@ SHAPE_FRAC = 0.25
 START_FRAC = 0.5
 
 
-def start_angles(public: dict[str, Any], scene: Scene) -> list[float]:
+def start_angles(public: Public, scene: Scene) -> list[float]:
     """The arm's start configuration (the straight pose, clamped, when none is given)."""
-    start = public.get("start")
-    if isinstance(start, dict) and start.get("joint_angles") is not None:
-        return [float(x) for x in start["joint_angles"]]
+    if public.start is not None:
+        return list(public.start.joint_angles)
     return [float(x) for x in scene.arm.clamp(np.zeros(scene.arm.n_joints))]
 
 
@@ -60,7 +58,7 @@ def reach_score(distance: float, tolerance: float, radius: float) -> float:
     return PARTIAL_CAP * s * s
 
 
-def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
+def reward(instance: Instance, world: RobotReachWorld, trajectory: Trajectory) -> Reward:
     """Reach (gated on no collision; partial only near the target), efficiency once reached."""
     answer = world.final_answer
     if answer is None:
@@ -74,10 +72,11 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
             success=False,
             explanation="No joint angles were submitted (submit_angles was never called successfully).",
         )
-    scene = scene_from_public(instance.public)
+    public = instance.public_as(Public)
+    scene = scene_from_public(public)
     try:
         q = scene.arm.validate(list(answer.get("joint_angles", [])))
-        start = scene.evaluate(scene.arm.clamp(np.asarray(start_angles(instance.public, scene))))
+        start = scene.evaluate(scene.arm.clamp(np.asarray(start_angles(public, scene))))
     except ArmInputError as e:
         return Reward.zero(f"The submitted angles are invalid: {e}")
     ev = scene.evaluate(q)

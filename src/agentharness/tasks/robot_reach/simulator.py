@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from agentharness.tasks.robot_reach.problem import Public
+
 Array = NDArray[np.float64]
 
 AXES = ("z", "y")
@@ -382,31 +384,28 @@ class Scene:
         return f, J, float(np.linalg.norm(offset)), min_clear
 
 
-def scene_from_public(public: dict[str, Any]) -> Scene:
+def scene_from_public(public: Public) -> Scene:
     """Rebuild the scene from an instance's public data."""
-    spatial = bool(public["spatial"])
 
     def as3(v: Sequence[float]) -> tuple[float, float, float]:
         x = [float(t) for t in v] + [0.0] * (3 - len(v))
         return (x[0], x[1], x[2])
 
     arm = Arm(
-        link_lengths=tuple(float(x) for x in public["link_lengths"]),
-        axes=tuple(public["joint_axes"]),
-        lower_deg=tuple(float(lim[0]) for lim in public["joint_limits_deg"]),
-        upper_deg=tuple(float(lim[1]) for lim in public["joint_limits_deg"]),
-        link_radius=float(public["link_radius"]),
-        spatial=spatial,
+        link_lengths=public.link_lengths,
+        axes=public.joint_axes,
+        lower_deg=tuple(lo for lo, _ in public.joint_limits_deg),
+        upper_deg=tuple(hi for _, hi in public.joint_limits_deg),
+        link_radius=public.link_radius,
+        spatial=public.spatial,
     )
-    obstacles = tuple(
-        Obstacle(center=as3(o["center"]), radius=float(o["radius"])) for o in public["obstacles"]
-    )
+    obstacles = tuple(Obstacle(center=as3(o.center), radius=o.radius) for o in public.obstacles)
     return Scene(
         arm=arm,
         obstacles=obstacles,
-        target=as3(public["target"]),
-        tolerance=float(public["tolerance"]),
-        self_collision=bool(public["self_collision"]),
+        target=as3(public.target),
+        tolerance=public.tolerance,
+        self_collision=public.self_collision,
     )
 
 

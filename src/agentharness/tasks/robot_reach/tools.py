@@ -11,6 +11,7 @@ from pydantic import Field
 
 from agentharness.core.instance import Instance
 from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.tasks.robot_reach.problem import Public
 from agentharness.tasks.robot_reach.simulator import (
     MAX_JOINTS,
     ArmInputError,
@@ -37,8 +38,9 @@ class RobotReachWorld(World):
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
-        self.scene: Scene = scene_from_public(instance.public)
-        self.dims = int(instance.public["dims"])
+        public = instance.public_as(Public)
+        self.scene: Scene = scene_from_public(public)
+        self.dims = public.dims
         self.evaluations = 0
         # Closest configuration seen by forward_kinematics, for the nudge feedback.
         self.best: tuple[float, list[float]] | None = None
@@ -91,7 +93,9 @@ class RobotReachWorld(World):
             if ev.distance <= tol
             else f"Still {ev.distance - tol:.4f} m beyond the tolerance; move along offset_to_target."
         )
-        return ToolResult(text=json.dumps(out) + "\n" + hint, metrics={"distance": ev.distance})
+        return ToolResult(
+            text=json.dumps(out) + "\n" + hint, data=out, metrics={"distance": ev.distance}
+        )
 
     @tool
     def check_collision(self, joint_angles: JointAngles) -> ToolResult:
@@ -146,6 +150,7 @@ class RobotReachWorld(World):
             )
         return ToolResult(
             text=json.dumps(out) + "\n" + hint,
+            data=out,
             metrics={"collisions": float(len(ev.collisions))},
         )
 
@@ -162,5 +167,11 @@ class RobotReachWorld(World):
             text=(
                 f"Submitted. Distance to target {ev.distance:.4f} m (tolerance {self.scene.tolerance:g}), "
                 f"{verdict}."
-            )
+            ),
+            data={
+                "distance_to_target": _r(ev.distance, 5),
+                "tolerance": self.scene.tolerance,
+                "collision_free": ev.collision_free,
+                "collisions": len(ev.collisions),
+            },
         )
