@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import io
 import itertools
+import json
 import math
 import re
 import statistics
@@ -18,27 +18,16 @@ from PIL import Image
 from agentharness.agents.scripted import ExpertAgent, NoisyAgent
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
-from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.messages import Message, ToolCall, ToolOutcome, assistant
 from agentharness.core.registry import episode_for, get_task
 from agentharness.core.task import TaskConfigError
-from agentharness.rollout.runner import run_one
 from agentharness.tasks.tsp_vision import simulator
+from agentharness.tasks.tsp_vision.problem import Hidden, Public
 from agentharness.tasks.tsp_vision.reward import closeness
 from agentharness.tasks.tsp_vision.tools import TspVisionWorld
+from agentharness.testing.tasks import call, episode, run_agent, step_call
 
 SPEC = get_task("tsp_vision")
-
-
-def _instance(seed: int = 0, difficulty: str = "easy", **knobs: object) -> Instance:
-    return SPEC.instance(seed, difficulty, **knobs)
-
-
-def _episode(seed: int = 0, difficulty: str = "easy", **knobs: object) -> Episode:
-    return episode_for(_instance(seed, difficulty, **knobs))
-
-
-def _call(name: str, order: object, n: int = 1) -> Message:
-    return assistant(tool_calls=[ToolCall.make(f"t{n}", name, {"order": order})])
 
 
 def _world(ep: Episode) -> TspVisionWorld:
@@ -46,22 +35,41 @@ def _world(ep: Episode) -> TspVisionWorld:
     return ep.world
 
 
+def _with_hidden(inst: Instance, hidden: dict[str, typing.Any]) -> Instance:
+    """``inst`` with other hidden data, built afresh: ``model_copy`` would share the
+    cached typed views of the original."""
+    return Instance.model_validate({**inst.model_dump(), "hidden": hidden})
+
+
 # -- generation ---------------------------------------------------------------------
 
 
 def test_same_seed_same_instance_and_prompt() -> None:
-    a, b = _instance(5, "medium"), _instance(5, "medium")
+    a, b = SPEC.instance(5, "medium"), SPEC.instance(5, "medium")
     assert a == b
     pa = [m.model_dump() for m in SPEC.generator.prompt(a)]
     pb = [m.model_dump() for m in SPEC.generator.prompt(b)]
     assert pa == pb
-    assert _instance(6, "medium").hidden["cities"] != a.hidden["cities"]
+    assert SPEC.instance(6, "medium").hidden["cities"] != a.hidden["cities"]
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_typed_views_read_exactly_the_stored_data(difficulty: str) -> None:
+    """Public and Hidden describe the instance data field for field, in stored order."""
+    for seed in range(3):
+        inst = SPEC.instance(seed, difficulty)
+        pub, hidden = inst.public_as(Public), inst.hidden_as(Hidden)
+        assert json.dumps(pub.model_dump(mode="json")) == json.dumps(inst.public)
+        assert json.dumps(hidden.model_dump(mode="json")) == json.dumps(inst.hidden)
+        assert inst.public_as(Public) is pub  # validated once
+        assert pub.labels == tuple(inst.public["labels"])
+        assert hidden.cities[0] == tuple(inst.hidden["cities"][0])
 
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_cities_respect_grid_and_separation(difficulty: str) -> None:
     for seed in range(3):
-        inst = _instance(seed, difficulty)
+        inst = SPEC.instance(seed, difficulty)
         cfg = SPEC.config_of(inst)
         cities = inst.hidden["cities"]
         assert len(cities) == cfg.n_cities == len(inst.public["labels"])  # type: ignore[attr-defined]
@@ -74,7 +82,7 @@ def test_cities_respect_grid_and_separation(difficulty: str) -> None:
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_hidden_solution_verifies(difficulty: str) -> None:
-    inst = _instance(1, difficulty)
+    inst = SPEC.instance(1, difficulty)
     cities = [tuple(c) for c in inst.hidden["cities"]]
     tour = simulator.order_to_indices(inst.hidden["solution"], inst.public["labels"])
     assert sorted(tour) == list(range(len(cities)))
@@ -103,7 +111,7 @@ def test_held_karp_matches_brute_force() -> None:
 
 
 def test_many_cities_use_best_known_heuristic() -> None:
-    inst = _instance(0, "hard", n_cities=20)
+    inst = SPEC.instance(0, "hard", n_cities=20)
     assert inst.hidden["method"] == "2opt+oropt" and inst.hidden["exact"] is False
     cities = [tuple(c) for c in inst.hidden["cities"]]
     tour = simulator.order_to_indices(inst.hidden["solution"], inst.public["labels"])
@@ -111,7 +119,7 @@ def test_many_cities_use_best_known_heuristic() -> None:
 
 
 def test_prompt_has_image_but_no_coordinates() -> None:
-    inst = _instance(2, "medium")
+    inst = SPEC.instance(2, "medium")
     msgs = SPEC.generator.prompt(inst)
     images = [img for m in msgs for img in m.images]
     assert len(images) == 1
@@ -139,7 +147,7 @@ def test_config_validation() -> None:
 
 
 def test_no_grid_map_renders() -> None:
-    inst = _instance(0, "easy", show_grid=False, grid_size=50, min_separation=6)
+    inst = SPEC.instance(0, "easy", show_grid=False, grid_size=50, min_separation=6)
     png = SPEC.generator.prompt(inst)[1].images[0].png_bytes()
     assert png is not None and Image.open(io.BytesIO(png)).size == (640, 640)
     assert "ticks every 5 units on the axes" in SPEC.generator.prompt(inst)[1].text
@@ -149,7 +157,7 @@ def test_no_grid_map_renders() -> None:
 
 
 def test_tour_length_reports_only_the_total_length() -> None:
-    ep = _episode(0, "medium")
+    ep = episode("tsp_vision", 0, "medium")
     inst = ep.instance
     labels = inst.public["labels"]
     cities = [tuple(c) for c in inst.hidden["cities"]]
@@ -176,7 +184,7 @@ def test_tour_length_reports_only_the_total_length() -> None:
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_tour_length_checks_are_limited(difficulty: str) -> None:
-    ep = _episode(1, difficulty)
+    ep = episode("tsp_vision", 1, difficulty)
     limit = ep.instance.config["max_checks"]
     labels = ep.instance.public["labels"]
     assert ep.world.execute("tour_length", {"order": ["A"]}).is_error  # invalid: not counted
@@ -189,8 +197,65 @@ def test_tour_length_checks_are_limited(difficulty: str) -> None:
     assert _world(ep).checks == limit
     # the map and the answer stay available
     assert not ep.world.execute("show_tour", {"order": labels}).is_error
-    ep.step(_call("submit_tour", ep.instance.hidden["solution"]))
+    ep.step(call("submit_tour", {"order": ep.instance.hidden["solution"]}))
     assert ep.reward().success
+
+
+def test_tool_results_carry_what_the_text_says_as_data() -> None:
+    ep = episode("tsp_vision", 0, "easy")
+    hidden = ep.instance.hidden_as(Hidden)
+    labels = list(ep.instance.public_as(Public).labels)
+    sol = list(hidden.solution)
+    best = round(hidden.optimal_length, 2)
+    reply = step_call(ep, "tour_length", {"order": sol})
+    assert reply.outcome is not None and not reply.outcome.is_error
+    assert reply.outcome.data == {
+        "order": sol,
+        "cities": len(sol),
+        "length": best,
+        "shortest_so_far": True,
+        "best_length": best,
+        "checks_left": 2,
+    }
+    assert f"Total length: {best:.2f}" in reply.text
+    reply = step_call(ep, "tour_length", {"order": labels}, "c2")
+    assert reply.outcome is not None and reply.outcome.data["shortest_so_far"] is False
+    assert reply.outcome.data["best_length"] == best and reply.outcome.data["checks_left"] == 1
+    assert ep.tool_calls[-1].data == reply.outcome.data  # the trajectory records it too
+    # a bad tour is an error without data
+    reply = step_call(ep, "tour_length", {"order": ["A", "B"]}, "c3")
+    assert reply.outcome is not None and reply.outcome.is_error and reply.outcome.data is None
+    # the route drawn, open or closed
+    reply = step_call(ep, "show_tour", {"order": sol[:3]}, "c4")
+    assert reply.outcome is not None and reply.outcome.data == {
+        "route": sol[:3],
+        "closed": False,
+        "not_visited": [lab for lab in labels if lab not in sol[:3]],
+    }
+    step_call(ep, "tour_length", {"order": sol}, "c5")
+    # out of checks: an error the policies can tell apart, with checks_left 0
+    reply = step_call(ep, "tour_length", {"order": sol}, "c6")
+    assert reply.text.startswith("Error: no tour_length checks left (you had 3).")
+    assert reply.outcome is not None and reply.outcome.is_error
+    assert reply.outcome.data == {"checks_left": 0, "max_checks": 3}
+    reply = step_call(ep, "submit_tour", {"order": sol}, "c7")
+    assert reply.outcome is not None
+    assert reply.outcome.data == {"order": sol, "cities": len(sol), "length": best}
+    assert ep.done and ep.reward().success
+
+
+def test_the_expert_reads_the_outcome_not_the_text() -> None:
+    """Same text, different outcome: the expert re-checks after a failed check."""
+    inst = SPEC.instance(0, "easy")
+    ep = episode_for(inst)
+    expert = SPEC.expert(inst)
+    ep.step(expert.next_turn(ep.messages))
+    reply = ep.messages[-1]
+    assert reply.role == "tool" and reply.outcome is not None
+    assert expert.next_turn(ep.messages).tool_calls[0].function.name == "submit_tour"  # type: ignore[index]
+    failed = reply.model_copy(update={"outcome": ToolOutcome(is_error=True)})
+    messages = [*ep.messages[:-1], failed]
+    assert SPEC.expert(inst).next_turn(messages).tool_calls[0].function.name == "tour_length"  # type: ignore[index]
 
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
@@ -204,7 +269,7 @@ def test_too_few_checks_to_solve_for_distances(difficulty: str) -> None:
 
 
 def test_order_normalisation_accepts_closing_repeat_and_lowercase() -> None:
-    ep = _episode(0, "easy")
+    ep = episode("tsp_vision", 0, "easy")
     sol = ep.instance.hidden["solution"]
     res = ep.world.execute("tour_length", {"order": [s.lower() for s in sol] + [sol[0]]})
     assert not res.is_error
@@ -221,8 +286,8 @@ def test_order_normalisation_accepts_closing_repeat_and_lowercase() -> None:
     ],
 )
 def test_invalid_tours_name_the_problem(order: list[str], needle: str) -> None:
-    ep = _episode(0, "easy")
-    obs = ep.step(_call("tour_length", order))
+    ep = episode("tsp_vision", 0, "easy")
+    obs = ep.step(call("tour_length", {"order": order}))
     assert not obs.done
     tool_msg = obs.messages[0]
     assert tool_msg.text.startswith("Error") and needle in tool_msg.text
@@ -244,17 +309,17 @@ def test_invalid_tours_name_the_problem(order: list[str], needle: str) -> None:
     ],
 )
 def test_bad_arguments_are_errors_and_episode_continues(args: object) -> None:
-    ep = _episode(0, "easy")
+    ep = episode("tsp_vision", 0, "easy")
     for name in ("tour_length", "show_tour", "submit_tour"):
         res = ep.world.execute(name, args)  # type: ignore[arg-type]
         assert res.is_error and res.text.startswith("Error")
     assert ep.world.final_answer is None
-    obs = ep.step(_call("tour_length", ep.instance.hidden["solution"]))
+    obs = ep.step(call("tour_length", {"order": ep.instance.hidden["solution"]}))
     assert not obs.done and not ep.tool_calls[-1].is_error
 
 
 def test_show_tour_draws_full_and_partial_routes() -> None:
-    ep = _episode(0, "easy")
+    ep = episode("tsp_vision", 0, "easy")
     sol = ep.instance.hidden["solution"]
     full = ep.world.execute("show_tour", {"order": sol})
     assert not full.is_error and len(full.images) == 1 and "closed tour" in full.text
@@ -267,17 +332,17 @@ def test_show_tour_draws_full_and_partial_routes() -> None:
     )
     assert img.size == plain.size and img.tobytes() != plain.tobytes()
     # the image reaches the agent as a user message after the tool result
-    obs = ep.step(_call("show_tour", sol))
+    obs = ep.step(call("show_tour", {"order": sol}))
     assert obs.messages[-1].role == "user" and obs.messages[-1].images
     dup = ep.world.execute("show_tour", {"order": ["A", "B", "A", "C"]})
     assert dup.is_error and "more than once" in dup.text
 
 
 def test_submit_invalid_tour_keeps_episode_open() -> None:
-    ep = _episode(0, "easy")
-    obs = ep.step(_call("submit_tour", ["A", "B"]))
+    ep = episode("tsp_vision", 0, "easy")
+    obs = ep.step(call("submit_tour", {"order": ["A", "B"]}))
     assert not obs.done and ep.world.final_answer is None
-    obs = ep.step(_call("submit_tour", ep.instance.hidden["solution"], 2))
+    obs = ep.step(call("submit_tour", {"order": ep.instance.hidden["solution"]}, "t2"))
     assert obs.done and ep.end_reason == "answered"
     assert ep.reward().total == pytest.approx(1.0) and ep.reward().success
 
@@ -286,10 +351,10 @@ def test_submit_invalid_tour_keeps_episode_open() -> None:
 
 
 def test_reward_pays_nothing_for_a_tour_beyond_the_tolerance() -> None:
-    ep = _episode(3, "medium")
+    ep = episode("tsp_vision", 3, "medium")
     labels = ep.instance.public["labels"]
     cities = [tuple(c) for c in ep.instance.hidden["cities"]]
-    ep.step(_call("submit_tour", labels))
+    ep.step(call("submit_tour", {"order": labels}))
     r = ep.reward()
     length = simulator.tour_length(cities, list(range(len(labels))))
     ratio = ep.instance.hidden["optimal_length"] / length
@@ -311,7 +376,7 @@ def test_reward_credit_for_a_near_optimal_tour(difficulty: str) -> None:
     """A tour a little longer than optimal (one or-opt move away) earns partial credit
     by the stated rule, and success needs a gap of at most 1%."""
     for seed in range(12):
-        inst = _instance(seed, difficulty)
+        inst = SPEC.instance(seed, difficulty)
         sol = list(inst.hidden["solution"])
         cities = [tuple(c) for c in inst.hidden["cities"]]
         labels = inst.public["labels"]
@@ -324,7 +389,7 @@ def test_reward_credit_for_a_near_optimal_tour(difficulty: str) -> None:
             gap = length / best - 1
             if 0.01 < gap < tol:
                 ep = episode_for(inst)
-                ep.step(_call("submit_tour", moved))
+                ep.step(call("submit_tour", {"order": moved}))
                 r = ep.reward()
                 assert r.total == pytest.approx(1 - gap / tol)
                 assert 0 < r.total < 1 and not r.success
@@ -333,7 +398,7 @@ def test_reward_credit_for_a_near_optimal_tour(difficulty: str) -> None:
 
 
 def test_reward_rechecks_the_answer_not_the_world_claims() -> None:
-    ep = _episode(0, "easy")
+    ep = episode("tsp_vision", 0, "easy")
     world = _world(ep)
     world.final_answer = {"order": ["A", "B", "C"]}  # invalid, e.g. a tampered log
     world.submitted_length = 1.0
@@ -344,10 +409,10 @@ def test_reward_rechecks_the_answer_not_the_world_claims() -> None:
 
 
 def test_no_answer_scores_zero_after_nudges() -> None:
-    ep = _episode(0, "easy")
+    ep = episode("tsp_vision", 0, "easy")
     obs = ep.step("I think A, B, C.")
     assert not obs.done and "tour_length" in obs.messages[-1].text
-    ep.step(_call("tour_length", ep.instance.hidden["solution"], 2))
+    ep.step(call("tour_length", {"order": ep.instance.hidden["solution"]}, "t2"))
     obs = ep.step("done")
     assert "best valid tour so far" in obs.messages[-1].text
     obs = ep.step("done")
@@ -356,40 +421,35 @@ def test_no_answer_scores_zero_after_nudges() -> None:
 
 
 def test_beating_best_known_caps_at_one() -> None:
-    inst = _instance(0, "hard", n_cities=20)
+    inst = SPEC.instance(0, "hard", n_cities=20)
     tol = inst.config["tolerance"]
     hidden = {**inst.hidden, "optimal_length": inst.hidden["optimal_length"] / (1 + tol / 2)}
-    ep = episode_for(inst.model_copy(update={"hidden": hidden}))
-    ep.step(_call("submit_tour", inst.hidden["solution"]))
+    ep = episode_for(_with_hidden(inst, hidden))
+    ep.step(call("submit_tour", {"order": inst.hidden["solution"]}))
     assert ep.reward().total == pytest.approx(0.5)
     hidden = {**inst.hidden, "optimal_length": inst.hidden["optimal_length"] * 2}
-    ep = episode_for(inst.model_copy(update={"hidden": hidden}))
-    ep.step(_call("submit_tour", inst.hidden["solution"]))
+    ep = episode_for(_with_hidden(inst, hidden))
+    ep.step(call("submit_tour", {"order": inst.hidden["solution"]}))
     assert ep.reward().total == 1.0 and ep.reward().success
 
 
 # -- expert ---------------------------------------------------------------------------
 
 
-def _run(inst: Instance, agent: ExpertAgent | NoisyAgent) -> Episode:
-    ep, _ = asyncio.run(run_one(inst, agent.policy(inst)))
-    return ep
-
-
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_expert_solves(difficulty: str) -> None:
-    ep = _run(_instance(7, difficulty), ExpertAgent())
+    ep = run_agent(ExpertAgent(), SPEC.instance(7, difficulty))
     assert ep.end_reason == "answered" and ep.turns == 2
     assert ep.reward().total >= SPEC.solved_threshold and ep.reward().success
     assert [c.name for c in ep.tool_calls] == ["tour_length", "submit_tour"]
 
 
 def test_expert_submits_when_the_checks_are_used_up() -> None:
-    inst = _instance(2, "easy")
+    inst = SPEC.instance(2, "easy")
     ep = episode_for(inst)
     labels = inst.public["labels"]
     for k in range(inst.config["max_checks"]):
-        ep.step(_call("tour_length", labels[k:] + labels[:k], k + 1))
+        ep.step(call("tour_length", {"order": labels[k:] + labels[:k]}, f"t{k + 1}"))
     expert = SPEC.expert(inst)
     while not ep.done:
         ep.step(expert.next_turn(ep.messages))
@@ -398,7 +458,7 @@ def test_expert_submits_when_the_checks_are_used_up() -> None:
 
 def test_expert_survives_noise() -> None:
     for seed in range(4):
-        ep = _run(_instance(seed, "medium"), NoisyAgent(0.4, seed=seed))
+        ep = run_agent(NoisyAgent(0.4, seed=seed), SPEC.instance(seed, "medium"))
         assert ep.end_reason == "answered"
         assert ep.reward().total == pytest.approx(1.0)
 
@@ -411,7 +471,7 @@ LAZY_LIMIT = 0.2
 
 @functools.cache
 def _seeded(difficulty: str) -> tuple[Instance, ...]:
-    return tuple(_instance(seed, difficulty) for seed in SEEDS)
+    return tuple(SPEC.instance(seed, difficulty) for seed in SEEDS)
 
 
 def _lengths(messages: list[Message], ids: dict[str, list[str]]) -> list[tuple[float, list[str]]]:
@@ -431,7 +491,7 @@ class GivenOrder:
         self.labels = list(instance.public["labels"])
 
     def next_turn(self, messages: list[Message]) -> Message:
-        return _call("submit_tour", self.labels, 1)
+        return call("submit_tour", {"order": self.labels}, "t1")
 
 
 class Uncross:
@@ -451,15 +511,15 @@ class Uncross:
             found = re.search(r"([A-Z])-([A-Z]) crosses ([A-Z])-([A-Z])", last.text)
             if last.text.startswith("Error") or found is None:
                 best = min(measured)[1] if measured else self.order
-                return _call("submit_tour", best, 99)
+                return call("submit_tour", {"order": best}, "t99")
             _, b, c, _ = found.groups()
             i, j = self.order.index(b), self.order.index(c)
             if i > j:
                 i, j = j, i
             self.order[i : j + 1] = reversed(self.order[i : j + 1])
-        call = _call("tour_length", list(self.order), self.n)
-        self.sent[call.tool_calls[0].id] = list(self.order)  # type: ignore[index]
-        return call
+        turn = call("tour_length", {"order": list(self.order)}, f"t{self.n}")
+        self.sent[turn.tool_calls[0].id] = list(self.order)  # type: ignore[index]
+        return turn
 
 
 class LeastSquares:
@@ -498,13 +558,14 @@ class LeastSquares:
         for (a, b), k in self.pairs.items():
             dist[a, b] = dist[b, a] = fit[k]
         tour = simulator.local_search(dist, list(range(n)))
-        return _call("submit_tour", [self.labels[i] for i in tour], 99)
+        return call("submit_tour", {"order": [self.labels[i] for i in tour]}, "t99")
 
 
 def _blind(instance: Instance) -> object:
-    """The task's blind policy, given the instance as the adversarial check does."""
+    """The task's blind policy, given the instance as the adversarial check does (the
+    hidden data emptied)."""
     assert SPEC.blind_policy is not None
-    return SPEC.blind_policy(instance.model_copy(update={"hidden": {}}))
+    return SPEC.blind_policy(_with_hidden(instance, {}))
 
 
 def _play(factory: typing.Callable[[Instance], typing.Any], difficulty: str) -> tuple[float, float]:
@@ -541,7 +602,7 @@ def test_experts_margin_holds_on_every_difficulty(difficulty: str) -> None:
 
 
 def test_blind_policy_uses_every_check_and_never_the_hidden_data() -> None:
-    inst = _instance(4, "easy")
+    inst = SPEC.instance(4, "easy")
     policy = _blind(inst)
     ep = episode_for(inst)
     while not ep.done:

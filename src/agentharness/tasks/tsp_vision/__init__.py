@@ -5,7 +5,9 @@ coordinates appear only in the image. It checks tours with ``tour_length`` (the 
 length only, and at most ``max_checks`` times per episode: per-leg lengths, crossing
 legs or many totals solved by least squares would give the geometry away without the
 map), may look at a route drawn on the map with ``show_tour`` (crossings are seen
-there), and answers with ``submit_tour``.
+there), and answers with ``submit_tour``. The instance data is typed in
+:mod:`~agentharness.tasks.tsp_vision.problem` (``Public``: the labels and how the map is
+drawn; ``Hidden``: the coordinates and the optimal tour).
 
 Reward (v3): with ``gap`` = submitted length / optimal length - 1, re-computed from the
 hidden coordinates against the optimal (Held-Karp, up to 16 cities) or best-known

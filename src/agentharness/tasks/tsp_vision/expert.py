@@ -2,18 +2,36 @@
 
 The expert reads the hidden coordinates (what the map shows), checks the optimal tour
 once and submits it. :class:`TspVisionBlind` never looks at the map: it searches with
-the tour lengths ``tour_length`` reports and submits the shortest tour it found.
+the tour lengths ``tour_length`` reports and submits the shortest tour it found. Both
+read the tools' results as data (``message.outcome``), never the text.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import random
-import re
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.parsing import answered_calls
+from agentharness.tasks.tsp_vision.config import TspVisionConfig
+from agentharness.tasks.tsp_vision.problem import Hidden, Public
+
+
+def _ok(reply: Message) -> bool:
+    """The tool call this message answers succeeded."""
+    return reply.outcome is not None and not reply.outcome.is_error
+
+
+def _out_of_checks(reply: Message) -> bool:
+    """A ``tour_length`` refusal because every check is used up (``checks_left`` 0)."""
+    outcome = reply.outcome
+    return (
+        outcome is not None
+        and outcome.is_error
+        and isinstance(outcome.data, dict)
+        and outcome.data.get("checks_left") == 0
+    )
 
 
 class TspVisionExpert:
@@ -25,27 +43,17 @@ class TspVisionExpert:
     """
 
     def __init__(self, instance: Instance) -> None:
-        self.instance = instance
-        self.solution: list[str] = list(instance.hidden["solution"])
+        self.hidden = instance.hidden_as(Hidden)
+        self.labels = instance.public_as(Public).labels
+        self.solution: list[str] = list(self.hidden.solution)
         self.n = 0
 
     def _checked(self, messages: list[Message]) -> bool:
-        ids = set()
-        for m in messages:
-            if m.role != "assistant":
-                continue
-            for tc in m.tool_calls or []:
-                if tc.function.name != "tour_length":
-                    continue
-                try:
-                    args = json.loads(tc.function.arguments)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(args, dict) and args.get("order") == self.solution:
-                    ids.add(tc.id)
         return any(
-            m.role == "tool" and m.tool_call_id in ids and not m.text.startswith("Error")
-            for m in messages
+            call.name == "tour_length"
+            and call.arguments.get("order") == self.solution
+            and _ok(reply)
+            for call, reply in answered_calls(messages)
         )
 
     def next_turn(self, messages: list[Message]) -> Message:
@@ -53,14 +61,11 @@ class TspVisionExpert:
         call_id = f"expert_{self.n}"
         order = {"order": self.solution}
         route = " -> ".join([*self.solution, self.solution[0]])
-        out_of_checks = any(
-            m.role == "tool" and "no tour_length checks left" in m.text for m in messages
-        )
+        out_of_checks = any(m.role == "tool" and _out_of_checks(m) for m in messages)
         if not self._checked(messages) and not out_of_checks:
-            cities = self.instance.hidden["cities"]
-            labels = self.instance.public["labels"]
             read = ", ".join(
-                f"{lab} ({x}, {y})" for lab, (x, y) in zip(labels, cities, strict=True)
+                f"{lab} ({x}, {y})"
+                for lab, (x, y) in zip(self.labels, self.hidden.cities, strict=True)
             )
             text = (
                 f"Reading the map, the cities are at {read}. "
@@ -72,9 +77,6 @@ class TspVisionExpert:
             "submitting it.",
             [ToolCall.make(call_id, "submit_tour", order)],
         )
-
-
-_LENGTH = re.compile(r"Total length: (\d+(?:\.\d+)?)")
 
 
 class TspVisionBlind:
@@ -90,8 +92,8 @@ class TspVisionBlind:
     """
 
     def __init__(self, instance: Instance) -> None:
-        self.labels: list[str] = list(instance.public["labels"])
-        self.max_checks = int(instance.config.get("max_checks", 3))
+        self.labels: list[str] = list(instance.public_as(Public).labels)
+        self.max_checks = TspVisionConfig.model_validate(instance.config).max_checks
         digest = hashlib.sha256(",".join(self.labels).encode()).digest()
         self.rng = random.Random(int.from_bytes(digest[:8], "big") ^ instance.seed)
         self.sent: dict[str, list[str]] = {}
@@ -100,14 +102,15 @@ class TspVisionBlind:
 
     def _measured(self, messages: list[Message]) -> tuple[list[tuple[float, list[str]]], bool]:
         """My checked tours with their lengths, and whether the checks ran out."""
-        found, exhausted = [], False
+        found: list[tuple[float, list[str]]] = []
+        exhausted = False
         for m in messages:
-            if m.role != "tool" or m.tool_call_id not in self.sent:
+            if m.role != "tool" or m.tool_call_id not in self.sent or m.outcome is None:
                 continue
-            match = _LENGTH.search(m.text)
-            if match:
-                found.append((float(match.group(1)), self.sent[m.tool_call_id]))
-            elif "no tour_length checks left" in m.text:
+            data = m.outcome.data
+            if _ok(m) and isinstance(data, dict) and "length" in data:
+                found.append((float(data["length"]), self.sent[m.tool_call_id]))
+            elif _out_of_checks(m):
                 exhausted = True
         return found, exhausted
 

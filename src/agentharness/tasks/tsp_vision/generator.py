@@ -13,6 +13,7 @@ from agentharness.core.task import Problem
 from agentharness.tasks.tsp_vision import render, simulator
 from agentharness.tasks.tsp_vision.config import TspVisionConfig
 from agentharness.tasks.tsp_vision.interaction import BUDGETS
+from agentharness.tasks.tsp_vision.problem import Hidden, Public
 
 LABELS = string.ascii_uppercase
 MAX_DRAWS = 50
@@ -44,42 +45,43 @@ class TspVisionGenerator:
             tour, length, method = simulator.solve(cities, rng)
             if not _verified(cities, tour, length):
                 continue
-            labels = list(LABELS[: config.n_cities])
-            public = {
-                "labels": labels,
-                "n_cities": config.n_cities,
-                "grid_size": config.grid_size,
-                "show_grid": config.show_grid,
-                "image_size": config.image_size,
-            }
-            hidden = {
-                "cities": [list(c) for c in cities],
-                "solution": [labels[i] for i in tour],
-                "optimal_length": length,
-                "method": method,
-                "exact": method == "held-karp",
-            }
-            return Problem(public=public, hidden=hidden)
+            labels = tuple(LABELS[: config.n_cities])
+            public = Public(
+                labels=labels,
+                n_cities=config.n_cities,
+                grid_size=config.grid_size,
+                show_grid=config.show_grid,
+                image_size=config.image_size,
+            )
+            hidden = Hidden(
+                cities=tuple(cities),
+                solution=tuple(labels[i] for i in tour),
+                optimal_length=length,
+                method=method,
+                exact=method == "held-karp",
+            )
+            return Problem(
+                public=public.model_dump(mode="json"), hidden=hidden.model_dump(mode="json")
+            )
         raise GenerationError(f"could not draw a valid map for seed {seed} with {config}")
 
     def prompt(self, instance: Instance) -> list[Message]:
-        pub = instance.public
-        labels: list[str] = pub["labels"]
-        n, g = pub["n_cities"], pub["grid_size"]
+        pub = instance.public_as(Public)
+        labels = pub.labels
+        n, g = pub.n_cities, pub.grid_size
         step, minor = render.grid_steps(g)
-        if not pub["show_grid"]:
+        if not pub.show_grid:
             grid = f"labelled ticks every {step} units on the axes"
         elif minor:
             grid = f"light grid lines every {minor} units and labelled ticks every {step}"
         else:
             grid = f"grid lines and labelled ticks every {step} units"
         png = render.map_png(
-            instance.hidden["cities"], labels, g, pub["image_size"], pub["show_grid"]
+            instance.hidden_as(Hidden).cities, labels, g, pub.image_size, pub.show_grid
         )
         example = ", ".join(f'"{x}"' for x in labels[:3])
-        cfg = instance.config
-        checks = int(cfg.get("max_checks", 3))
-        tolerance = float(cfg.get("tolerance", 0.08))
+        cfg = TspVisionConfig.model_validate(instance.config)
+        checks, tolerance = cfg.max_checks, cfg.tolerance
         text = (
             f"The map shows {n} cities labelled {labels[0]} to {labels[-1]}. Their positions "
             f"appear only in the image: x grows to the right and y grows upwards, from 0 to "

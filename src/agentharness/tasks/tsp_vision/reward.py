@@ -14,12 +14,13 @@ from typing import Any
 from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
-from agentharness.core.tools import World
 from agentharness.tasks.tsp_vision import simulator
+from agentharness.tasks.tsp_vision.config import TspVisionConfig
+from agentharness.tasks.tsp_vision.problem import Hidden, Public
+from agentharness.tasks.tsp_vision.tools import TspVisionWorld
 
 # Within 1% of the optimum counts as solved (reading pixels is never exact).
 SUCCESS_GAP = 0.01
-DEFAULT_TOLERANCE = 0.08
 
 
 def closeness(gap: float, tolerance: float) -> float:
@@ -27,7 +28,7 @@ def closeness(gap: float, tolerance: float) -> float:
     return max(0.0, 1.0 - max(0.0, gap) / tolerance)
 
 
-def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
+def reward(instance: Instance, world: TspVisionWorld, trajectory: Trajectory) -> Reward:
     """Closeness of a valid submitted tour to the optimum; 0 for a missing or invalid one.
 
     The tour is re-checked and its length re-computed from the hidden coordinates;
@@ -39,20 +40,20 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
     raw = answer.get("order")
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
         return _zero("the submitted order is not a list of labels")
-    labels: list[str] = list(instance.public["labels"])
-    cities = [(int(x), int(y)) for x, y in instance.hidden["cities"]]
+    labels = instance.public_as(Public).labels
+    hidden = instance.hidden_as(Hidden)
     order = simulator.normalize_order(raw)
     check = simulator.check_order(order, labels)
     if not check.valid:
         return _zero(f"invalid tour: {check.describe()}")
     tour = simulator.order_to_indices(order, labels)
-    length = simulator.tour_length(cities, tour)
+    length = simulator.tour_length(hidden.cities, tour)
     # A heuristic best-known length can be beaten; the gap is then 0.
-    best = min(float(instance.hidden["optimal_length"]), length)
+    best = min(hidden.optimal_length, length)
     gap = length / best - 1.0 if best > 0 else float("inf")
-    tolerance = float(instance.config.get("tolerance", DEFAULT_TOLERANCE))
+    tolerance = TspVisionConfig.model_validate(instance.config).tolerance
     value = closeness(gap, tolerance)
-    kind = "optimal" if instance.hidden.get("exact") else "best-known"
+    kind = "optimal" if hidden.exact else "best-known"
     detail = (
         f"tour length {length:.2f} vs {kind} {best:.2f}: {100 * gap:.1f}% longer; credit falls "
         f"to 0 at {100 * tolerance:g}% longer"

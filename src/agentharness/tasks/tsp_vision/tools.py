@@ -1,4 +1,11 @@
-"""Layer 2: the per-episode map and the tools that check, draw and submit tours."""
+"""Layer 2: the per-episode map and the tools that check, draw and submit tours.
+
+Every result is also data (``ToolResult.data``, never shown to the model; the text says
+the same): ``tour_length`` gives the tour, its length (to the text's two decimals), the
+shortest length so far and ``checks_left``; once the checks are used up it is an error
+whose data has ``checks_left`` 0. ``show_tour`` gives the route drawn, and
+``submit_tour`` the tour and its length. Scripted policies read these, not the text.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,8 @@ from pydantic import Field
 from agentharness.core.instance import Instance
 from agentharness.core.tools import ToolError, ToolResult, World, tool
 from agentharness.tasks.tsp_vision import render, simulator
+from agentharness.tasks.tsp_vision.config import TspVisionConfig
+from agentharness.tasks.tsp_vision.problem import Hidden, Public
 
 Label = Annotated[str, Field(min_length=1, max_length=16)]
 Order = Annotated[list[Label], Field(min_length=1, max_length=64)]
@@ -19,15 +28,13 @@ class TspVisionWorld(World):
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
-        pub = instance.public
-        self.labels: list[str] = list(pub["labels"])
-        self.cities: list[simulator.Point] = [
-            (int(x), int(y)) for x, y in instance.hidden["cities"]
-        ]
-        self.grid_size: int = pub["grid_size"]
-        self.image_size: int = pub["image_size"]
-        self.show_grid: bool = pub["show_grid"]
-        self.max_checks: int = int(instance.config.get("max_checks", 3))
+        pub = instance.public_as(Public)
+        self.labels: list[str] = list(pub.labels)
+        self.cities: list[simulator.Point] = list(instance.hidden_as(Hidden).cities)
+        self.grid_size = pub.grid_size
+        self.image_size = pub.image_size
+        self.show_grid = pub.show_grid
+        self.max_checks = TspVisionConfig.model_validate(instance.config).max_checks
         self.checks = 0
         self.best: tuple[list[str], float] | None = None
         self.submitted_length: float | None = None
@@ -43,11 +50,13 @@ class TspVisionWorld(World):
                 f"{', '.join(self.labels)}."
             ) from e
 
-    def _note(self, order: list[str], length: float) -> str:
-        if self.best is None or length < self.best[1] - 1e-9:
+    def _keep_best(self, order: list[str], length: float) -> tuple[bool, float]:
+        """Keep the shortest valid tour: (whether this one is it, the shortest length)."""
+        best = self.best
+        if best is None or length < best[1] - 1e-9:
             self.best = (order, length)
-            return "This is your shortest valid tour so far."
-        return f"Your shortest valid tour so far has length {self.best[1]:.2f}."
+            return True, length
+        return False, best[1]
 
     @tool
     def tour_length(self, order: Order) -> ToolResult:
@@ -58,15 +67,24 @@ class TspVisionWorld(World):
                 the return to the first city is implied.
         """
         if self.checks >= self.max_checks:
-            raise ToolError(
-                f"no tour_length checks left (you had {self.max_checks}). Draw routes with "
-                "show_tour to compare them on the map, and call submit_tour with your best tour."
+            # An error the policies can tell apart from a bad tour: ``checks_left`` is 0.
+            return ToolResult(
+                text=f"Error: no tour_length checks left (you had {self.max_checks}). Draw "
+                "routes with show_tour to compare them on the map, and call submit_tour with "
+                "your best tour.",
+                data={"checks_left": 0, "max_checks": self.max_checks},
+                is_error=True,
             )
         tour = self._tour(order)
         self.checks += 1
         length = simulator.tour_length(self.cities, tour)
         names = [self.labels[i] for i in tour]
-        note = self._note(names, length)
+        shortest, best = self._keep_best(names, length)
+        note = (
+            "This is your shortest valid tour so far."
+            if shortest
+            else f"Your shortest valid tour so far has length {best:.2f}."
+        )
         left = self.max_checks - self.checks
         # Only the total, and only a few times: per-leg lengths, crossing legs or many
         # totals (least squares over tours) would give the geometry away without the map.
@@ -74,7 +92,15 @@ class TspVisionWorld(World):
             f"Valid tour of {len(tour)} cities. Total length: {length:.2f}.\n{note} "
             f"{left} tour_length check{'s' if left != 1 else ''} left."
         )
-        return ToolResult(text=text, metrics={"tour_length": length})
+        data = {
+            "order": names,
+            "cities": len(tour),
+            "length": round(length, 2),
+            "shortest_so_far": shortest,
+            "best_length": round(best, 2),
+            "checks_left": left,
+        }
+        return ToolResult(text=text, data=data, metrics={"tour_length": length})
 
     @tool
     def show_tour(self, order: Order) -> ToolResult:
@@ -90,16 +116,17 @@ class TspVisionWorld(World):
             self.cities, self.labels, self.grid_size, self.image_size, self.show_grid, path, closed
         )
         names = [self.labels[i] for i in path]
+        missing = [lab for lab in self.labels if lab not in names]
         if closed:
             desc = f"closed tour {' -> '.join(names)} -> {names[0]}"
         else:
-            missing = [lab for lab in self.labels if lab not in names]
             desc = (
                 f"open route {' -> '.join(names)} ({len(path)} of {len(self.labels)} cities; "
                 f"not yet visited: {', '.join(missing)})"
             )
         return ToolResult(
             text=f"The map with your {desc} drawn in red; the green ring marks the start.",
+            data={"route": names, "closed": closed, "not_visited": missing},
             images=(png,),
         )
 
@@ -116,5 +143,10 @@ class TspVisionWorld(World):
         self.submitted_length = length
         return ToolResult(
             text=f"Tour submitted: {len(tour)} cities, total length {length:.2f}.",
+            data={
+                "order": [self.labels[i] for i in tour],
+                "cities": len(tour),
+                "length": round(length, 2),
+            },
             metrics={"tour_length": length},
         )
