@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import io
 import itertools
@@ -18,31 +17,20 @@ from PIL import Image
 from agentharness.agents.scripted import ExpertAgent, NoisyAgent
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
-from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.messages import Message, ToolOutcome, assistant
 from agentharness.core.registry import episode_for, get_task
 from agentharness.core.task import TaskConfigError
-from agentharness.rollout.runner import run_one
 from agentharness.tasks.flange import simulator as sim
 from agentharness.tasks.flange.expert import reading_args
 from agentharness.tasks.flange.generator import design_of, geometry_of
+from agentharness.tasks.flange.problem import Hidden, Public
 from agentharness.tasks.flange.render import render_drawing
 from agentharness.tasks.flange.reward import economy, efficiency
 from agentharness.tasks.flange.tools import BoltSize, FlangeWorld, MaterialName
+from agentharness.testing.tasks import call, episode, run_agent, step_call
 
 SPEC = get_task("flange")
 DIFFICULTIES = ("easy", "medium", "hard")
-
-
-def _instance(seed: int = 0, difficulty: str = "easy", **knobs: object) -> Instance:
-    return SPEC.instance(seed, difficulty, **knobs)
-
-
-def _episode(seed: int = 0, difficulty: str = "easy", **knobs: object) -> Episode:
-    return episode_for(_instance(seed, difficulty, **knobs))
-
-
-def _call(name: str, args: dict[str, object] | str, n: int = 1) -> Message:
-    return assistant(tool_calls=[ToolCall.make(f"t{n}", name, args)])
 
 
 def _world(ep: Episode) -> FlangeWorld:
@@ -51,7 +39,13 @@ def _world(ep: Episode) -> FlangeWorld:
 
 
 def _solution(inst: Instance) -> dict[str, typing.Any]:
-    return dict(inst.hidden["solution"])
+    return inst.hidden_as(Hidden).solution.model_dump()
+
+
+def _with_hidden(inst: Instance, hidden: dict[str, typing.Any]) -> Instance:
+    """``inst`` with other hidden data, built afresh: ``model_copy`` would share the
+    cached typed views of the original."""
+    return Instance.model_validate({**inst.model_dump(), "hidden": hidden})
 
 
 def _read(inst: Instance) -> dict[str, typing.Any]:
@@ -185,18 +179,31 @@ def test_every_material_has_a_yield_stress() -> None:
 
 
 def test_same_seed_same_instance_and_prompt() -> None:
-    a, b = _instance(4, "medium"), _instance(4, "medium")
+    a, b = SPEC.instance(4, "medium"), SPEC.instance(4, "medium")
     assert a == b
     pa = [m.model_dump() for m in SPEC.generator.prompt(a)]
     pb = [m.model_dump() for m in SPEC.generator.prompt(b)]
     assert pa == pb
-    assert _instance(5, "medium").hidden["drawing"] != a.hidden["drawing"]
+    assert SPEC.instance(5, "medium").hidden["drawing"] != a.hidden["drawing"]
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_typed_views_read_exactly_the_stored_data(difficulty: str) -> None:
+    """Public and Hidden describe the instance data field for field, in stored order."""
+    for seed in range(3):
+        inst = SPEC.instance(seed, difficulty)
+        pub, hidden = inst.public_as(Public), inst.hidden_as(Hidden)
+        assert json.dumps(pub.model_dump(mode="json")) == json.dumps(inst.public)
+        assert json.dumps(hidden.model_dump(mode="json")) == json.dumps(inst.hidden)
+        assert inst.hidden_as(Hidden) is hidden  # validated once
+        assert hidden.drawing.number == pub.drawing_number == inst.public["drawing_number"]
+        assert hidden.geometry() == geometry_of(inst)
 
 
 @pytest.mark.parametrize("difficulty", DIFFICULTIES)
 def test_hidden_solution_verifies(difficulty: str) -> None:
     for seed in range(6):
-        inst = _instance(seed, difficulty)
+        inst = SPEC.instance(seed, difficulty)
         geom = geometry_of(inst)
         design = design_of(_solution(inst))
         result = sim.analyze(geom, design)
@@ -213,7 +220,7 @@ def test_instance_data_only_in_the_image() -> None:
         text = "\n".join(m.text for m in SPEC.generator.prompt(inst))
         return text.replace(inst.public["drawing_number"], "<DWG>")
 
-    inst, other = _instance(2, "hard"), _instance(3, "hard")
+    inst, other = SPEC.instance(2, "hard"), SPEC.instance(3, "hard")
     assert inst.hidden["drawing"] != other.hidden["drawing"]
     assert set(inst.public) == {"drawing_number"}
     # Apart from the drawing number the text is the same for every instance: dimensions,
@@ -230,18 +237,18 @@ def test_instance_data_only_in_the_image() -> None:
 
 
 def test_drawing_number_does_not_name_the_seed() -> None:
-    numbers = [_instance(seed, "easy").public["drawing_number"] for seed in range(8)]
+    numbers = [SPEC.instance(seed, "easy").public["drawing_number"] for seed in range(8)]
     assert len(set(numbers)) == 8
     assert not any(n.startswith(f"FL-{seed:04d}-") for seed, n in enumerate(numbers))
 
 
 def test_pressure_knob_and_many_materials_render() -> None:
-    inst = _instance(1, "hard", n_permitted=7)
+    inst = SPEC.instance(1, "hard", n_permitted=7)
     assert inst.hidden["drawing"]["load_as_pressure"] is True
     bore = inst.hidden["drawing"]["bore_d"]
     p = inst.hidden["drawing"]["pressure_mpa"]
     assert inst.hidden["load_n"] == pytest.approx(p * math.pi * bore**2 / 4)
-    img = render_drawing(inst.hidden["drawing"])
+    img = render_drawing(inst.hidden_as(Hidden).drawing)
     assert img.size == (1200, 820)
 
 
@@ -267,13 +274,14 @@ def test_presets_get_harder() -> None:
 
 
 def test_analyze_and_cost_feedback() -> None:
-    ep = _episode(0, "medium")
+    ep = episode("flange", 0, "medium")
     inst = ep.instance
     world = _world(ep)
     args = _checked(inst)
     limit = inst.hidden["limit_mm"]
-    raw = world.execute("analyze", args).text
-    good = json.loads(raw)
+    result = world.execute("analyze", args)
+    raw, good = result.text, result.data
+    assert json.loads(raw) == good  # the text is the data, rendered
     assert good["max_displacement_mm"] <= limit
     assert set(good["breakdown_mm"]) == {"plate_bending", "transverse_shear", "bolt_stretch"}
     assert good["max_displacement_mm"] == pytest.approx(
@@ -283,10 +291,10 @@ def test_analyze_and_cost_feedback() -> None:
     assert good["peak_plate_stress_mpa"] <= good["allowable_plate_stress_mpa"]
     assert "limit_mm" not in good and f"{limit:g}" not in raw  # the limit is on the drawing
     assert "note 4" in good["feedback"]
-    thin = json.loads(world.execute("analyze", {**args, "thickness": args["thickness"] * 0.7}).text)
+    thin = world.execute("analyze", {**args, "thickness": args["thickness"] * 0.7}).data
     assert thin["max_displacement_mm"] > limit or not thin["plate_stress_ok"]
     assert any(k in thin["feedback"] for k in ("thicker plate", "more or larger bolts"))
-    ok = json.loads(world.execute("cost", args).text)
+    ok = world.execute("cost", args).data
     assert ok["total_usd"] == pytest.approx(inst.hidden["solution_cost_usd"], abs=0.01)
     assert "note 5" in ok["feedback"]
     budget = inst.hidden["budget_usd"]
@@ -295,10 +303,44 @@ def test_analyze_and_cost_feedback() -> None:
     assert world.checks == 3
 
 
+def test_tool_results_carry_what_the_text_says_as_data() -> None:
+    ep = episode("flange", 0, "easy")
+    args = _checked(ep.instance)
+    for name, key in (("analyze", "max_displacement_mm"), ("cost", "total_usd")):
+        reply = step_call(ep, name, args, f"c_{name}")
+        assert reply.outcome is not None and not reply.outcome.is_error
+        assert reply.outcome.data == json.loads(reply.text) and key in reply.outcome.data
+        assert ep.tool_calls[-1].data == reply.outcome.data  # the trajectory records it too
+    # a broken rule is an error without data
+    reply = step_call(ep, "analyze", {**args, "n_bolts": 4, "bolt_diameter": 10}, "c_bad")
+    assert reply.outcome is not None and reply.outcome.is_error and reply.outcome.data is None
+    assert reply.text.startswith("Error: design rejected")
+    reply = step_call(ep, "submit_design", _solution(ep.instance), "c_submit")
+    assert reply.outcome is not None and not reply.outcome.is_error
+    sol = ep.instance.hidden_as(Hidden).solution
+    label = f"t={sol.thickness:g} mm, {sol.material}, {sol.n_bolts} x M{sol.bolt_diameter}"
+    assert reply.outcome.data == {"design": label, "submitted": True}
+    assert label in reply.text and ep.done and ep.reward().success
+
+
+def test_the_expert_reads_the_outcome_not_the_text() -> None:
+    """Same text, different outcome: the expert re-runs a stage whose call failed."""
+    inst = SPEC.instance(0, "easy")
+    ep = episode_for(inst)
+    expert = SPEC.expert(inst)
+    ep.step(expert.next_turn(ep.messages))
+    reply = ep.messages[-1]
+    assert reply.role == "tool" and reply.outcome is not None
+    assert expert.next_turn(ep.messages).tool_calls[0].function.name == "cost"  # type: ignore[index]
+    failed = reply.model_copy(update={"outcome": ToolOutcome(is_error=True)})
+    messages = [*ep.messages[:-1], failed]
+    assert SPEC.expert(inst).next_turn(messages).tool_calls[0].function.name == "analyze"  # type: ignore[index]
+
+
 def test_tools_compute_on_the_numbers_given_not_the_drawing() -> None:
     """Same arguments, same answer, whatever the drawing: nothing in a tool's reply, its
     errors included, can be traced back to the hidden drawing."""
-    a, b = _instance(0, "hard"), _instance(1, "hard")
+    a, b = SPEC.instance(0, "hard"), SPEC.instance(1, "hard")
     assert a.hidden["drawing"] != b.hidden["drawing"]
     reading = _read(a)
     probes = [
@@ -324,7 +366,7 @@ def test_the_v2_leaks_are_gone() -> None:
     bolt_stress_mpa was the load over a known area. None of the drawing's numbers
     appears in any reply to a probe that does not pass them in."""
     for seed in range(4):
-        inst = _instance(seed, "medium")
+        inst = SPEC.instance(seed, "medium")
         d = inst.hidden["drawing"]
         secret = {
             f"{(d['bcd'] - d['bore_d']) / 2:g}",
@@ -361,14 +403,14 @@ def test_the_v2_leaks_are_gone() -> None:
 
 
 def test_submit_checks_only_the_drawing_free_rules() -> None:
-    inst = _instance(2, "easy")
+    inst = SPEC.instance(2, "easy")
     ep = episode_for(inst)
     bad = ep.world.execute("submit_design", {**_solution(inst), "n_bolts": 10})
     assert bad.is_error and "multiple of 4" in bad.text and ep.world.final_answer is None
     thin = ep.world.execute("submit_design", {**_solution(inst), "thickness": 2.0})
     assert thin.is_error and "below the minimum" in thin.text
     # Breaking a rule of the drawing's geometry is accepted, and verified by the reward.
-    ep.step(_call("submit_design", {**_solution(inst), "thickness": 400.0}))
+    ep.step(call("submit_design", {**_solution(inst), "thickness": 400.0}))
     assert ep.done and ep.end_reason == "answered"
     r = ep.reward()
     assert r.total == 0.0 and not r.success and "radial span" in r.explanation
@@ -420,21 +462,21 @@ def _with_reading(args: dict[str, object] | str, inst: Instance, tool_name: str)
 def test_bad_inputs_are_errors_and_the_episode_continues(
     args: dict[str, object] | str, tool_name: str
 ) -> None:
-    ep = _episode(0, "easy")
-    obs = ep.step(_call(tool_name, _with_reading(args, ep.instance, tool_name)))  # type: ignore[arg-type]
+    ep = episode("flange", 0, "easy")
+    obs = ep.step(call(tool_name, _with_reading(args, ep.instance, tool_name)))  # type: ignore[arg-type]
     assert not obs.done
     assert ep.tool_calls[-1].is_error
     assert obs.messages[0].text.startswith("Error")
     assert _world(ep).final_answer is None
-    ok = ep.step(_call("analyze", _checked(ep.instance), n=2))
+    ok = ep.step(call("analyze", _checked(ep.instance), "t2"))
     assert not ep.tool_calls[-1].is_error and not ok.done
 
 
 @pytest.mark.parametrize("args", GEOMETRY_BAD_ARGS)
 @pytest.mark.parametrize("tool_name", ["analyze", "cost"])
 def test_rules_on_the_given_geometry_are_errors(args: dict[str, object], tool_name: str) -> None:
-    ep = _episode(0, "easy")
-    obs = ep.step(_call(tool_name, {**_read(ep.instance), **args}))
+    ep = episode("flange", 0, "easy")
+    obs = ep.step(call(tool_name, {**_read(ep.instance), **args}))
     assert not obs.done and ep.tool_calls[-1].is_error
     assert obs.messages[0].text.startswith("Error")
 
@@ -451,12 +493,12 @@ def test_nan_thickness_guarded_in_the_simulator() -> None:
 
 
 def test_nudges_carry_domain_feedback() -> None:
-    ep = _episode(0, "easy")
+    ep = episode("flange", 0, "easy")
     first = ep.step(assistant("Let me think about it."))
     assert "note 4" in first.messages[-1].text and "note 5" in first.messages[-1].text
     assert not first.done
-    ep.step(_call("analyze", {**_checked(ep.instance), "thickness": 5.0}, n=2))
-    ep.step(_call("cost", {**_checked(ep.instance), "thickness": 5.0}, n=3))
+    ep.step(call("analyze", {**_checked(ep.instance), "thickness": 5.0}, "t2"))
+    ep.step(call("cost", {**_checked(ep.instance), "thickness": 5.0}, "t3"))
     second = ep.step(assistant("Still thinking."))
     nudge = second.messages[-1].text
     assert "displaces the bore edge by" in nudge and "note 4" in nudge and "costs $" in nudge
@@ -471,13 +513,13 @@ def test_nudges_carry_domain_feedback() -> None:
 
 
 def _submit(ep: Episode, args: dict[str, object]) -> float:
-    obs = ep.step(_call("submit_design", args, n=99))
+    obs = ep.step(call("submit_design", args, "t99"))
     assert obs.done and ep.end_reason == "answered"
     return ep.reward().total
 
 
 def test_reward_pays_only_a_conforming_design() -> None:
-    inst = _instance(1, "medium")
+    inst = SPEC.instance(1, "medium")
     sol = _solution(inst)
     full_ep = episode_for(inst)
     assert _submit(full_ep, sol) == pytest.approx(1.0)
@@ -509,7 +551,7 @@ def test_reward_gates_on_the_stress_allowable() -> None:
     """A design stiff enough and within the cost limit, but overstressed, earns 0."""
     found = 0
     for seed in range(40):
-        inst = _instance(seed, "easy")
+        inst = SPEC.instance(seed, "easy")
         geom = geometry_of(inst)
         permitted = inst.hidden["permitted"]
         for n, d in sim.valid_patterns(geom):
@@ -537,7 +579,7 @@ def test_reward_gates_on_the_stress_allowable() -> None:
 
 
 def test_reward_economy_and_efficiency() -> None:
-    inst = _instance(0, "easy")
+    inst = SPEC.instance(0, "easy")
     sol = _solution(inst)
     geom = geometry_of(inst)
     # a slightly thicker plate: still conforming, dearer, so less economy credit
@@ -562,10 +604,10 @@ def test_reward_helpers() -> None:
 
 
 def test_efficiency_counts_checks() -> None:
-    inst = _instance(0, "hard")
+    inst = SPEC.instance(0, "hard")
     ep = episode_for(inst)
     for k in range(12):
-        ep.step(_call("cost", _checked(inst), n=k + 10))
+        ep.step(call("cost", _checked(inst), f"t{k + 10}"))
     _submit(ep, _solution(inst))
     r = ep.reward()
     assert r.success and (r.component("efficiency") or 0) < 1.0 and 0.8 <= r.total < 1.0
@@ -576,8 +618,8 @@ def test_efficiency_counts_checks() -> None:
 
 @pytest.mark.parametrize("difficulty", DIFFICULTIES)
 def test_expert_solves(difficulty: str) -> None:
-    inst = _instance(7, difficulty)
-    ep, _ = asyncio.run(run_one(inst, ExpertAgent().policy(inst)))
+    inst = SPEC.instance(7, difficulty)
+    ep = run_agent(ExpertAgent(), inst)
     assert ep.end_reason == "answered"
     assert ep.reward().total >= SPEC.solved_threshold
     assert [c.name for c in ep.tool_calls] == ["analyze", "cost", "submit_design"]
@@ -585,7 +627,7 @@ def test_expert_solves(difficulty: str) -> None:
 
 
 def test_expert_says_only_what_the_drawing_shows() -> None:
-    inst = _instance(3, "hard")
+    inst = SPEC.instance(3, "hard")
     first = SPEC.expert(inst).next_turn(SPEC.generator.prompt(inst))
     d = inst.hidden["drawing"]
     for shown in (
@@ -600,12 +642,12 @@ def test_expert_says_only_what_the_drawing_shows() -> None:
 
 
 def test_expert_survives_interleaved_random_calls() -> None:
-    inst = _instance(3, "medium")
+    inst = SPEC.instance(3, "medium")
     expert = SPEC.expert(inst)
     ep = episode_for(inst)
     junk = [
-        _call("analyze", {"thickness": 4, "material": "oak"}, n=500),
-        _call("cost", {**_checked(inst), "thickness": 3.5}, n=501),
+        call("analyze", {"thickness": 4, "material": "oak"}, "t500"),
+        call("cost", {**_checked(inst), "thickness": 3.5}, "t501"),
         assistant("random chatter"),
     ]
     k = 0
@@ -621,15 +663,15 @@ def test_expert_survives_interleaved_random_calls() -> None:
 def test_noisy_agent_still_scores_well_on_average() -> None:
     scores = []
     for seed in range(3):
-        inst = _instance(seed, "easy")
-        ep, _ = asyncio.run(run_one(inst, NoisyAgent(0.3).policy(inst)))
+        inst = SPEC.instance(seed, "easy")
+        ep = run_agent(NoisyAgent(0.3), inst)
         scores.append(ep.reward().total)
     assert sum(scores) / len(scores) >= 0.6
 
 
 def test_drawing_can_exclude_the_unconstrained_cheapest_material() -> None:
     for seed in range(3):
-        inst = _instance(seed, "easy", exclude_unconstrained_best=1.0)
+        inst = SPEC.instance(seed, "easy", exclude_unconstrained_best=1.0)
         best = sim.cheapest_design(geometry_of(inst), inst.hidden["limit_mm"], list(sim.MATERIALS))
         assert best is not None
         assert best[0].material not in inst.hidden["permitted"]
@@ -643,7 +685,7 @@ LAZY_LIMIT = 0.2
 
 @functools.cache
 def _seeded(difficulty: str) -> tuple[Instance, ...]:
-    return tuple(_instance(seed, difficulty) for seed in SEEDS)
+    return tuple(SPEC.instance(seed, difficulty) for seed in SEEDS)
 
 
 def _design(t: float, m: str, n: int, d: int) -> dict[str, typing.Any]:
@@ -686,7 +728,7 @@ class ProbeThenStiffest:
     def next_turn(self, messages: list[Message]) -> Message:
         self.n += 1
         if self.n <= len(self.probes):  # v2 took the design alone; v3 needs the drawing data
-            return _call("analyze", {**self.probes[self.n - 1], **self._guessed()}, self.n)
+            return call("analyze", {**self.probes[self.n - 1], **self._guessed()}, f"t{self.n}")
         replies = [m.text for m in messages if m.role == "tool"]
         prompt = "\n".join(m.text for m in messages if m.role == "user")
 
@@ -740,15 +782,16 @@ class ProbeThenStiffest:
             if best is None or disp < best[0]:
                 best = (disp, design)
         des = best[1] if best else sim.Design(20.0, self.material, 8, 16)
-        return _call(
-            "submit_design", _design(des.thickness, des.material, des.n_bolts, des.bolt_d), 99
+        return call(
+            "submit_design", _design(des.thickness, des.material, des.n_bolts, des.bolt_d), "t99"
         )
 
 
 def _blind(instance: Instance) -> typing.Any:
-    """The task's blind policy, given the instance as the adversarial check does."""
+    """The task's blind policy, given the instance as the adversarial check does (the
+    hidden data emptied)."""
     assert SPEC.blind_policy is not None
-    return SPEC.blind_policy(instance.model_copy(update={"hidden": {}}))
+    return SPEC.blind_policy(_with_hidden(instance, {}))
 
 
 def _play(factory: typing.Callable[[Instance], typing.Any], difficulty: str) -> tuple[float, float]:
@@ -784,13 +827,13 @@ def test_expert_solves_every_seed(difficulty: str) -> None:
 
 
 def test_blind_policy_is_the_best_constant_over_the_prior() -> None:
-    inst = _instance(0, "easy")
+    inst = SPEC.instance(0, "easy")
     policy = _blind(inst)
     ep = episode_for(inst)
     while not ep.done:
         ep.step(policy.next_turn(ep.messages))
     assert [c.name for c in ep.tool_calls] == ["analyze", "cost", "submit_design"]
     # the same design on every drawing: there is nothing instance-specific to read
-    other = _blind(_instance(5, "easy"))
+    other = _blind(SPEC.instance(5, "easy"))
     assert other.design == policy.design
     assert 0.0 < policy.share < 0.2

@@ -12,7 +12,9 @@ the material's allowable (yield / 1.5); ``cost`` prices the blank, machining, dr
 and bolts. Both are a calculator on the dimensions and load the agent read and passes
 in: they never compute with the drawing's own numbers, so nothing about the drawing can
 be probed out of them (v2's errors quoted the span, bolt circle, rim and load, and its
-bolt stress was the load over a known area). ``submit_design`` is the answer.
+bolt stress was the load over a known area). ``submit_design`` is the answer. The
+instance data is typed in :mod:`~agentharness.tasks.flange.problem` (``Public``: the
+drawing number; ``Hidden``: the drawing, the exact load and the reference design).
 
 Reward (v3): 0 unless the design meets every requirement of the drawing — the design
 rules on the drawing's geometry, displacement <= limit, plate stress <= allowable, cost

@@ -1,10 +1,11 @@
 """Layer 1: draw a flange problem around a cheapest feasible design, and its prompt.
 
 Every instance-specific number — the diameters, the load, the displacement limit, the
-cost limit and the permitted materials — lives in ``hidden["drawing"]`` and reaches the
-agent only as the rendered engineering drawing. The text is the same for every
-instance but the drawing number: the catalogue (materials with their yield stress,
-bolts), the rules, the cost model and the tools.
+cost limit and the permitted materials — lives on the hidden
+:class:`~agentharness.tasks.flange.problem.Drawing` and reaches the agent only as the
+rendered engineering drawing. The text is the same for every instance but the drawing
+number: the catalogue (materials with their yield stress, bolts), the rules, the cost
+model and the tools.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
 from agentharness.core.task import Problem
 from agentharness.tasks.flange.config import FlangeConfig
+from agentharness.tasks.flange.problem import Drawing, Hidden, Public, Solution
 from agentharness.tasks.flange.simulator import (
     BOLT_ALLOWABLE_MPA,
     BOLTS,
@@ -56,13 +58,8 @@ def _sig3(x: float) -> float:
 
 
 def geometry_of(instance: Instance) -> Geometry:
-    d = instance.hidden["drawing"]
-    return Geometry(
-        outer_d=float(d["outer_d"]),
-        bore_d=float(d["bore_d"]),
-        bcd=float(d["bcd"]),
-        load_n=float(instance.hidden["load_n"]),
-    )
+    """The drawing's dimensions and exact load of ``instance``."""
+    return instance.hidden_as(Hidden).geometry()
 
 
 def design_of(args: dict[str, Any]) -> Design:
@@ -75,13 +72,14 @@ def design_of(args: dict[str, Any]) -> Design:
     )
 
 
-def design_args(design: Design) -> dict[str, Any]:
-    return {
-        "thickness": design.thickness,
-        "material": design.material,
-        "n_bolts": design.n_bolts,
-        "bolt_diameter": design.bolt_d,
-    }
+def design_args(design: Design) -> Solution:
+    """A :class:`Design` in the tools' argument names."""
+    return Solution(
+        thickness=design.thickness,
+        material=design.material,
+        n_bolts=design.n_bolts,
+        bolt_diameter=design.bolt_d,
+    )
 
 
 class FlangeGenerator:
@@ -142,38 +140,38 @@ class FlangeGenerator:
         if check.max_displacement > limit or not check.stress_ok or check_cost > budget:
             return None
 
-        drawing = {
+        drawing = Drawing(
             # Not derived from the seed: the number must not identify the instance.
-            "number": f"FL-{rng.randrange(10000):04d}-{rng.randrange(100):02d}",
-            "outer_d": outer,
-            "bore_d": bore,
-            "bcd": bcd,
-            "load_kn": round(load_n / 1000.0, 1),
-            "pressure_mpa": pressure,
-            "load_as_pressure": config.load_as_pressure,
-            "limit_mm": limit,
-            "budget_usd": budget,
-            "permitted": permitted,
-        }
-        hidden = {
-            "drawing": drawing,
-            "load_n": load_n,
-            "limit_mm": limit,
-            "budget_usd": budget,
-            "permitted": permitted,
-            "solution": design_args(solution),
-            "solution_displacement_mm": check.max_displacement,
-            "solution_stress_mpa": check.plate_stress,
-            "solution_cost_usd": check_cost,
-        }
-        public = {"drawing_number": drawing["number"]}
-        return Problem(public=public, hidden=hidden)
+            number=f"FL-{rng.randrange(10000):04d}-{rng.randrange(100):02d}",
+            outer_d=outer,
+            bore_d=bore,
+            bcd=bcd,
+            load_kn=round(load_n / 1000.0, 1),
+            pressure_mpa=pressure,
+            load_as_pressure=config.load_as_pressure,
+            limit_mm=limit,
+            budget_usd=budget,
+            permitted=tuple(permitted),
+        )
+        hidden = Hidden(
+            drawing=drawing,
+            load_n=load_n,
+            limit_mm=limit,
+            budget_usd=budget,
+            permitted=tuple(permitted),
+            solution=design_args(solution),
+            solution_displacement_mm=check.max_displacement,
+            solution_stress_mpa=check.plate_stress,
+            solution_cost_usd=check_cost,
+        )
+        public = Public(drawing_number=drawing.number)
+        return Problem(public=public.model_dump(mode="json"), hidden=hidden.model_dump(mode="json"))
 
     def prompt(self, instance: Instance) -> list[Message]:
         from agentharness.tasks.flange.render import drawing_png
 
-        png = drawing_png(instance.hidden["drawing"])
-        number = instance.public["drawing_number"]
+        png = drawing_png(instance.hidden_as(Hidden).drawing)
+        number = instance.public_as(Public).drawing_number
         return [
             system(SYSTEM_PROMPT),
             user(

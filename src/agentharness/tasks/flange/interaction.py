@@ -5,7 +5,6 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 from agentharness.core.task import Budgets, Interaction
-from agentharness.core.tools import World
 from agentharness.tasks.flange.tools import FlangeWorld
 
 BUDGETS = Budgets(
@@ -14,17 +13,17 @@ BUDGETS = Budgets(
 )
 
 
-class FlangeInteraction(Interaction):
+class FlangeInteraction(Interaction[FlangeWorld]):
     """Points the agent at the drawing, the check tools and ``submit_design``."""
 
     def __init__(self, budgets: Budgets | None = None) -> None:
         super().__init__(budgets or BUDGETS)
 
     def on_no_tool_call(
-        self, instance: Instance, world: World, message: Message, nudges: int
+        self, instance: Instance, world: FlangeWorld, message: Message, nudges: int
     ) -> str | None:
         base = "You did not call a tool, so nothing happened. "
-        if not isinstance(world, FlangeWorld) or not world.history:
+        if not world.history:
             return base + (
                 "Read the drawing (diameters, load, displacement limit in note 4, unit cost "
                 "limit in note 5, permitted materials in note 2), pick a candidate thickness, "
@@ -33,18 +32,16 @@ class FlangeInteraction(Interaction):
                 "submit_design(thickness, material, n_bolts, bolt_diameter)."
             )
         # Only what the agent's own calls returned: the drawing's limits stay on the drawing.
-        last_disp = next((h for h in reversed(world.history) if "displacement" in h), None)
-        last_cost = next((h for h in reversed(world.history) if "cost" in h), None)
+        disps = [c.displacement for c in world.history if c.displacement is not None]
+        costs = [c.cost for c in world.history if c.cost is not None]
         parts = []
-        if last_disp is not None:
+        if disps:
             parts.append(
                 f"your last analyzed design displaces the bore edge by "
-                f"{last_disp['displacement']:.4g} mm (the drawing's note 4 gives the limit)"
+                f"{disps[-1]:.4g} mm (the drawing's note 4 gives the limit)"
             )
-        if last_cost is not None:
-            parts.append(
-                f"your last costed design costs ${last_cost['cost']:.2f} (note 5 gives the limit)"
-            )
+        if costs:
+            parts.append(f"your last costed design costs ${costs[-1]:.2f} (note 5 gives the limit)")
         summary = "; ".join(parts)
         return (
             f"{base}{summary[0].upper()}{summary[1:]}. Adjust the design if needed, check it "

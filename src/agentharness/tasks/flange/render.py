@@ -8,14 +8,13 @@ block. Views are drawn to scale; the printed numbers are authoritative.
 
 from __future__ import annotations
 
-import json
 import math
 from functools import lru_cache
-from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
 from agentharness.core.messages import png_bytes
+from agentharness.tasks.flange.problem import Drawing
 from agentharness.tasks.flange.simulator import MATERIALS
 
 WIDTH, HEIGHT = 1200, 820
@@ -186,12 +185,12 @@ def _wrap(text: str, size: int, width: float) -> list[str]:
     return lines
 
 
-def render_drawing(drawing: dict[str, Any]) -> Image.Image:
+def render_drawing(drawing: Drawing) -> Image.Image:
     """The engineering drawing of one instance as a Pillow image."""
     img = Image.new("RGB", (WIDTH, HEIGHT), PAPER)
     draw = ImageDraw.Draw(img)
     dia = _dia()
-    outer, bore, bcd = float(drawing["outer_d"]), float(drawing["bore_d"]), float(drawing["bcd"])
+    outer, bore, bcd = drawing.outer_d, drawing.bore_d, drawing.bcd
     draw.rectangle((8, 8, WIDTH - 9, HEIGHT - 9), outline=INK, width=3)
 
     # -- front view -------------------------------------------------------------------
@@ -241,10 +240,10 @@ def render_drawing(drawing: dict[str, Any]) -> Image.Image:
     for sign in (-1, 1):
         y = sy + sign * (half_b - pipe_wall / 2)
         _arrow(draw, (x0 - 70, y), (x0 - 8, y), LOAD, 13, 3)
-    if drawing["load_as_pressure"]:
-        load_lines = (f"p = {drawing['pressure_mpa']:g} MPa", "ON BORE AREA")
+    if drawing.load_as_pressure:
+        load_lines = (f"p = {drawing.pressure_mpa:g} MPa", "ON BORE AREA")
     else:
-        load_lines = (f"F = {drawing['load_kn']:g} kN", "TOTAL, AXIAL")
+        load_lines = (f"F = {drawing.load_kn:g} kN", "TOTAL, AXIAL")
     for k, line in enumerate(load_lines):
         _text(draw, (x0 - 12, sy - half_b - 48 + 21 * k), line, 16, LOAD, "ra")
     # Diameter dimensions to the right.
@@ -263,33 +262,25 @@ def render_drawing(drawing: dict[str, Any]) -> Image.Image:
     # -- notes ------------------------------------------------------------------------
     ny = 600
     draw.line([(8, ny - 12), (WIDTH - 9, ny - 12)], fill=INK, width=2)
-    names = [f"{MATERIALS[m].label} ({m})" for m in drawing["permitted"]]
-    if drawing["load_as_pressure"]:
+    names = [f"{MATERIALS[m].label} ({m})" for m in drawing.permitted]
+    if drawing.load_as_pressure:
         load_note = (
-            f"3. DESIGN PRESSURE p = {drawing['pressure_mpa']:g} MPa ACTING ON THE BORE AREA; "
+            f"3. DESIGN PRESSURE p = {drawing.pressure_mpa:g} MPa ACTING ON THE BORE AREA; "
             f"END LOAD F = p x pi x BORE^2 / 4 PULLS THE BORE EDGE."
         )
     else:
-        load_note = f"3. DESIGN LOAD F = {drawing['load_kn']:g} kN AXIAL, APPLIED ON THE BORE EDGE."
-    # v3 drawings carry the cost limit (v2 gave the budget in the prompt's text).
-    cost_note = (
-        [
-            f"5. UNIT COST LIMIT ${float(drawing['budget_usd']):.2f} PER FLANGE (MATERIAL, "
-            "MACHINING, DRILLING AND BOLT SETS)."
-        ]
-        if "budget_usd" in drawing
-        else []
-    )
+        load_note = f"3. DESIGN LOAD F = {drawing.load_kn:g} kN AXIAL, APPLIED ON THE BORE EDGE."
     notes = [
         "NOTES:",
         "1. ALL DIMENSIONS IN mm. VIEWS TO SCALE; DIMENSIONS GOVERN.",
         "2. MATERIAL (ONE OF): " + "; ".join(names) + ".",
         load_note,
-        f"4. MAX AXIAL DISPLACEMENT OF BORE EDGE UNDER DESIGN LOAD: {drawing['limit_mm']:g} mm.",
-        *cost_note,
-        f"{6 if cost_note else 5}. BOLTS METRIC GRADE 8.8 ON B.C.; QUANTITY, SIZE AND THICKNESS "
-        "t TO BE DESIGNED.",
-        f"{7 if cost_note else 6}. BREAK SHARP EDGES 0.5 x 45 DEG. FACE FINISH Ra 3.2.",
+        f"4. MAX AXIAL DISPLACEMENT OF BORE EDGE UNDER DESIGN LOAD: {drawing.limit_mm:g} mm.",
+        # v3 drawings carry the cost limit (v2 gave the budget in the prompt's text).
+        f"5. UNIT COST LIMIT ${drawing.budget_usd:.2f} PER FLANGE (MATERIAL, MACHINING, "
+        "DRILLING AND BOLT SETS).",
+        "6. BOLTS METRIC GRADE 8.8 ON B.C.; QUANTITY, SIZE AND THICKNESS t TO BE DESIGNED.",
+        "7. BREAK SHARP EDGES 0.5 x 45 DEG. FACE FINISH Ra 3.2.",
     ]
     size = 16
     lines: list[str] = []
@@ -306,7 +297,7 @@ def render_drawing(drawing: dict[str, Any]) -> Image.Image:
     draw.rectangle((tx0, ty0, tx1, ty1), outline=INK, width=2)
     rows = [
         ("TITLE", "FLAT BOLTED FLANGE"),
-        ("DWG NO.", str(drawing["number"])),
+        ("DWG NO.", drawing.number),
         ("UNITS", "mm / kN / MPa"),
         ("SCALE", "NTS"),
         ("REV", "A     SHEET 1/1"),
@@ -323,10 +314,7 @@ def render_drawing(drawing: dict[str, Any]) -> Image.Image:
 
 
 @lru_cache(maxsize=64)
-def _png_cached(key: str) -> bytes:
-    return png_bytes(render_drawing(json.loads(key)))
-
-
-def drawing_png(drawing: dict[str, Any]) -> bytes:
-    """PNG bytes of the drawing, cached: prompts are rebuilt often."""
-    return _png_cached(json.dumps(drawing, sort_keys=True))
+def drawing_png(drawing: Drawing) -> bytes:
+    """PNG bytes of the drawing, cached (a frozen drawing is its own key): prompts are
+    rebuilt often."""
+    return png_bytes(render_drawing(drawing))

@@ -14,8 +14,9 @@ from __future__ import annotations
 from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
-from agentharness.core.tools import World
-from agentharness.tasks.flange.generator import design_of, geometry_of
+from agentharness.tasks.flange.config import FlangeConfig
+from agentharness.tasks.flange.generator import design_of
+from agentharness.tasks.flange.problem import Hidden
 from agentharness.tasks.flange.simulator import DesignError, analyze, cost
 from agentharness.tasks.flange.tools import FlangeWorld
 
@@ -38,7 +39,7 @@ def efficiency(checks: int, free: int) -> float:
     return max(0.0, 1.0 - (checks - free) / (2 * free))
 
 
-def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
+def reward(instance: Instance, world: FlangeWorld, trajectory: Trajectory) -> Reward:
     """0 unless the design meets every requirement; then 0.8 + economy + efficiency.
 
     The submitted design is re-analyzed and re-costed on the drawing's own geometry;
@@ -51,16 +52,17 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
         design = design_of(answer)
     except (KeyError, TypeError, ValueError) as e:
         return Reward.zero(f"submitted design is malformed: {e}")
-    geom = geometry_of(instance)
+    hidden = instance.hidden_as(Hidden)
+    geom = hidden.geometry()
     try:
         result = analyze(geom, design)
         total = cost(geom, design).total
     except DesignError as e:
         return _fails([f"the design breaks a rule on the drawing's geometry: {e}"])
-    limit = float(instance.hidden["limit_mm"])
-    budget = float(instance.hidden["budget_usd"])
-    reference = float(instance.hidden.get("solution_cost_usd", budget))
-    permitted = list(instance.hidden["permitted"])
+    limit = hidden.limit_mm
+    budget = hidden.budget_usd
+    reference = hidden.solution_cost_usd
+    permitted = hidden.permitted
     disp = result.max_displacement
     checks = {
         "displacement": (disp <= limit, f"{disp:.4g} mm vs limit {limit:g} mm"),
@@ -83,8 +85,8 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
     ]
     if missed:
         return _fails(missed, requirements)
-    n_checks = world.checks if isinstance(world, FlangeWorld) else 0
-    free = int(instance.config.get("free_tool_calls", 8))
+    n_checks = world.checks
+    free = FlangeConfig.model_validate(instance.config).free_tool_calls
     econ = economy(total, reference, budget)
     eff = efficiency(n_checks, free)
     components = [

@@ -7,10 +7,15 @@ v2's error messages quoted the radial span, the bolt circle, the rim and the loa
 ``bolt_stress_mpa`` was the load over a known area, and a few displacements fit the
 documented model's four unknowns. ``submit_design`` checks only the rules that do not
 depend on the drawing; the reward verifies the rest against the drawing itself.
+
+``analyze`` and ``cost`` return dicts, so their results are data too (the text is that
+dict as JSON); ``submit_design`` gives the design it accepted. A rejected design is an
+error (``ToolResult.is_error``). Scripted policies read these, not the text.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -67,13 +72,22 @@ def _stiffness_hint(result: Analysis) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Checked:
+    """One analyze (``displacement``) or cost (``cost``) call that returned a result."""
+
+    design: Design
+    displacement: float | None = None
+    cost: float | None = None
+
+
 class FlangeWorld(World):
     """One episode's flange tools and a call log; the drawing is the reward's business."""
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
         self.checks = 0  # analyze + cost calls (the efficiency component counts them)
-        self.history: list[dict[str, Any]] = []
+        self.history: list[Checked] = []
 
     # -- helpers --------------------------------------------------------------------
     @staticmethod
@@ -141,7 +155,7 @@ class FlangeWorld(World):
         self.checks += 1
         result, _ = self.run(geom, design)
         disp = result.max_displacement
-        self.history.append({"design": design, "displacement": disp})
+        self.history.append(Checked(design, displacement=disp))
         # No limit here: it is on the drawing (note 4), and these numbers are the agent's.
         return {
             "design": self._label(design),
@@ -189,7 +203,7 @@ class FlangeWorld(World):
         self.checks += 1
         _, c = self.run(geom, design)
         total = c.total
-        self.history.append({"design": design, "cost": total})
+        self.history.append(Checked(design, cost=total))
         return {
             "design": self._label(design),
             "on": self._on(geom),
@@ -231,5 +245,6 @@ class FlangeWorld(World):
             raise ToolError(f"design rejected: {e}") from e
         return ToolResult(
             text=f"Design submitted: {self._label(design)}. It will be verified against the "
-            "drawing."
+            "drawing.",
+            data={"design": self._label(design), "submitted": True},
         )
