@@ -271,3 +271,19 @@ def test_no_color_turns_off_every_ansi_style(tmp_path: Path) -> None:
         cmd, env={**env, "NO_COLOR": "1"}, capture_output=True, text=True, check=True
     ).stdout
     assert "\x1b[" not in plain and "guess-v1" in plain  # ... unless NO_COLOR is set
+
+
+def test_bad_seeds_and_directories_as_files_are_one_line(tmp_path: Path) -> None:
+    r = runner.invoke(app, ["show", "guess", "--seed", "-1"])
+    assert r.exit_code == 2 and "seed -1 is negative" in r.output
+    r = runner.invoke(app, ["generate", "guess", "-o", str(tmp_path)])
+    assert r.exit_code == 2 and "is a directory" in r.output
+    out = tmp_path / "run"
+    assert _eval(out, "--agent", "expert").exit_code == 0
+    r = runner.invoke(app, ["export", "sft", str(out), "-o", str(tmp_path)])
+    assert r.exit_code == 2 and "is a directory" in r.output
+    with open(out / "episodes.jsonl", "ab") as f:
+        f.write(b"\xff not utf-8\n")
+    r = runner.invoke(app, ["report", str(out)])
+    assert r.exit_code == 0 and "guess-v1" in r.stdout
+    assert "warning:" in r.stderr and "not UTF-8" in r.stderr and "Traceback" not in r.output

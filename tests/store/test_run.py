@@ -132,3 +132,38 @@ def test_export_of_a_tampered_run_copies_nothing_from_outside(tmp_path: Path) ->
     assert not any(
         p.read_bytes() == b"\x89PNG top secret" for p in (tmp_path / "out").rglob("*") if p.is_file()
     )
+
+
+def test_corrupt_logs_give_one_line_and_what_can_be_read(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    run.create({"command": "test"})
+    run.append(_record(seed=2))
+    with open(run.episodes_path, "ab") as f:
+        f.write(b"\xff\xfe not utf-8\n" + b"[" * 100_000 + b"\n")
+    run.append(_record(seed=3))
+    with pytest.warns(CorruptLineWarning) as caught:
+        assert [r.seed for r in run.episodes()] == [2, 3]
+    assert ["not UTF-8" in str(w.message) for w in caught] == [True, False]
+    assert len(run.done_ids()) == 2
+    (run.path / "run.json").write_text('{"trunc')
+    with pytest.raises(RunDirError, match=r"unreadable.*repair or delete it"):
+        run.run_info()
+    (run.path / "run.json").write_text("[1, 2]")
+    with pytest.raises(RunDirError, match="holds list"):
+        run.create({"command": "again"})
+    other = RunDir(tmp_path / "dir_in_place")
+    (other.path / "episodes.jsonl").mkdir(parents=True)
+    with pytest.raises(RunDirError, match="is not a file"):
+        list(other.episodes())
+
+
+def test_instance_equality_ignores_its_typed_views() -> None:
+    from pydantic import BaseModel
+
+    class Public(BaseModel):
+        high: int
+
+    instance = make("guess").reset(seed=4).instance
+    again = type(instance).model_validate_json(instance.model_dump_json())
+    assert instance.public_as(Public).high == instance.public["high"]
+    assert instance == again and hash(instance) == hash(again)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import typer
 from rich.console import Console
@@ -36,3 +37,21 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 def warn(message: str) -> None:
     """Print one warning line on stderr (escaped like :func:`fail`)."""
     err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+
+
+def _one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: object = None,
+    line: str | None = None,
+) -> None:
+    warn(str(message))
+
+
+@app.callback()
+def _every_command() -> None:
+    """Run agents on executable, verifiable tasks; record, mine, export and train."""
+    # Library warnings (a skipped corrupt line, ...) reach the terminal as one line each.
+    warnings.showwarning = _one_line_warning

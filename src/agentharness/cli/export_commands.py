@@ -25,7 +25,9 @@ app.add_typer(export_app, name="export")
 RunsArg = Annotated[
     list[Path], typer.Argument(help="run directories (made by `bootcamp eval`)", show_default=False)
 ]
-OutOpt = Annotated[Path, typer.Option("-o", "--out", help="file to write", show_default=False)]
+OutOpt = Annotated[
+    Path, typer.Option("-o", "--out", help="file to write", show_default=False, dir_okay=False)
+]
 MixedOpt = Annotated[
     bool,
     typer.Option(

@@ -131,9 +131,9 @@ def generate(
     knob: Annotated[
         list[str] | None, typer.Option(help="override a config field: name=value")
     ] = None,
-    out: Annotated[Path, typer.Option("-o", "--out", help="JSONL file to write")] = Path(
-        "instances.jsonl"
-    ),
+    out: Annotated[
+        Path, typer.Option("-o", "--out", help="JSONL file to write", dir_okay=False)
+    ] = Path("instances.jsonl"),
 ) -> None:
     """Generate instances as JSONL (one Instance per line)."""
     try:

@@ -33,6 +33,15 @@ class Instance(BaseModel):
     # Typed views of public/hidden, validated once per instance and model.
     _views: dict[tuple[str, type], BaseModel] = PrivateAttr(default_factory=dict)
 
+    def __eq__(self, other: object) -> bool:
+        # The fields decide; the cache of typed views must not (pydantic compares privates).
+        if not isinstance(other, Instance):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash((self.task, self.seed, self.difficulty))
+
     def public_as(self, model: type[M]) -> M:
         """``public`` read through the task's own pydantic model (validated once, cached)."""
         return self._view("public", model)

@@ -179,6 +179,8 @@ class TaskSpec(Generic[W]):
         return self.instance_from_config(config, seed, difficulty)
 
     def instance_from_config(self, config: BaseModel, seed: int, difficulty: str) -> Instance:
+        if seed < 0:
+            raise TaskConfigError(f"seed {seed} is negative; seeds are integers >= 0")
         problem = self.generator.generate(config, seed)
         return Instance(
             task=self.id,

@@ -58,6 +58,7 @@ class RunDir:
             self._write_run_json(previous)
         else:
             self._write_run_json({**run_info, "invocations": [run_info]})
+        self.episodes_path.touch()  # an empty run is a run: report and resume read it
         self._repair_tail()
 
     def _write_run_json(self, info: dict[str, Any]) -> None:
@@ -150,15 +151,20 @@ class RunDir:
             raise RunDirError(
                 f"{self.path} has no {EPISODES}; it is not a run directory (make one with `bootcamp eval --out`)"
             )
+        if not self.episodes_path.is_file():
+            raise RunDirError(
+                f"{self.episodes_path} is not a file; move it away (a run's episodes are one "
+                "JSONL file)"
+            )
 
     def episodes(self, *, resolve_images: bool = False) -> Iterator[EpisodeRecord]:
         """Every readable episode; corrupt lines are skipped with a warning."""
         self.check()
-        with open(self.episodes_path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.strip():
+        with open(self.episodes_path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                if not raw.strip():
                     continue
-                record = self._parse_line(line, lineno)
+                record = self._parse_line(raw, lineno)
                 if record is None:
                     continue
                 if resolve_images:
@@ -174,14 +180,13 @@ class RunDir:
                     record = record.model_copy(update={"messages": messages})
                 yield record
 
-    def _parse_line(self, line: str, lineno: int) -> EpisodeRecord | None:
+    def _parse_line(self, raw: bytes, lineno: int) -> EpisodeRecord | None:
         where = f"{self.episodes_path}:{lineno}"
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            warnings.warn(
-                f"{where}: skipped a corrupt or truncated line", CorruptLineWarning, stacklevel=4
-            )
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            what = "not UTF-8" if isinstance(e, UnicodeDecodeError) else "corrupt or truncated"
+            warnings.warn(f"{where}: skipped a line that is {what}", CorruptLineWarning, stacklevel=4)
             return None
         version = data.get("schema_version") if isinstance(data, dict) else None
         if isinstance(version, int) and version > SCHEMA_VERSION:
@@ -232,11 +237,12 @@ class RunDir:
         ids: set[str] = set()
         if not self.episodes_path.exists():
             return ids
-        with open(self.episodes_path, encoding="utf-8") as f:
+        self.check()
+        with open(self.episodes_path, "rb") as f:
             for line in f:
                 try:
-                    ids.add(json.loads(line)["episode_id"])
-                except (json.JSONDecodeError, KeyError, TypeError):
+                    ids.add(json.loads(line.decode("utf-8"))["episode_id"])
+                except (UnicodeDecodeError, ValueError, RecursionError, KeyError, TypeError):
                     continue
         return ids
 
