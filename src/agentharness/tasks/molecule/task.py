@@ -29,4 +29,7 @@ TASK = TaskSpec(
     expert=MoleculeExpert,
     solved_threshold=0.9,
     tags=("text", "sparse", "optimization", "chemistry"),
+    # Its basin hops perturb coordinates at random and it falls back to the hidden
+    # solution when the budget runs low: those numbers are not in the conversation.
+    imitable=False,
 )

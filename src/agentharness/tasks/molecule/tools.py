@@ -164,7 +164,7 @@ class MoleculeWorld(World):
         """
         pos = self._positions(coordinates)
         try:
-            e, _ = ase_energy_forces(pos)
+            e, _ = ase_energy_forces(pos, self.sigma)
         except StructureError as err:
             raise ToolError(str(err)) from err
         self.submitted_energy = e
