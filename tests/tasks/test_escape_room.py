@@ -8,14 +8,15 @@ from typing import Any
 
 import pytest
 
-from agentharness.agents.scripted import random_tool_turn
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
-from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.messages import Message, assistant
+from agentharness.core.registry import episode_for
 from agentharness.core.task import TaskConfigError
 from agentharness.tasks.escape_room import TASK
 from agentharness.tasks.escape_room.config import EscapeRoomConfig
 from agentharness.tasks.escape_room.generator import EscapeRoomGenerator
+from agentharness.tasks.escape_room.problem import Action, Hidden, Public
 from agentharness.tasks.escape_room.reward import efficiency
 from agentharness.tasks.escape_room.simulator import (
     EscapeRoom,
@@ -25,41 +26,30 @@ from agentharness.tasks.escape_room.simulator import (
     verify_solution,
 )
 from agentharness.tasks.escape_room.tools import EscapeRoomWorld
+from agentharness.testing.tasks import call, run_expert, step_call
 
 DIFFS = ("easy", "medium", "hard")
 
 
-def episode(inst: Instance) -> Episode:
-    return Episode(spec=TASK, instance=inst, budgets=TASK.interaction.budgets)
+def public(inst: Instance) -> Public:
+    return inst.public_as(Public)
 
 
-def call(name: str, args: dict[str, Any] | str, cid: str = "c1") -> Message:
-    return assistant(tool_calls=[ToolCall.make(cid, name, args)])
+def hidden(inst: Instance) -> Hidden:
+    return inst.hidden_as(Hidden)
 
 
-def play(ep: Episode, actions: list[dict[str, Any]]) -> None:
+def world(ep: Episode) -> EscapeRoomWorld:
+    w = ep.world
+    assert isinstance(w, EscapeRoomWorld)
+    return w
+
+
+def play(ep: Episode, actions: tuple[Action, ...]) -> None:
     for n, a in enumerate(actions):
         if ep.done:
             break
-        ep.step(call(a["tool"], a["args"], f"s{n}"))
-
-
-def run_expert(inst: Instance, noise: float = 0.0, seed: int = 0) -> Episode:
-    ep = episode(inst)
-    expert = TASK.expert(inst)
-    rng = random.Random(seed)
-    n = 0
-    while not ep.done:
-        n += 1
-        if rng.random() < noise:
-            ep.step(random_tool_turn(rng, ep.tools, n))
-        else:
-            ep.step(expert.next_turn(ep.messages))
-    return ep
-
-
-def fixture_named(inst: Instance, name: str) -> dict[str, Any]:
-    return next(f for f in inst.hidden["world"]["fixtures"] if f["name"] == name)
+        ep.step(call(a.tool, a.args, f"s{n}"))
 
 
 # -- generator ---------------------------------------------------------------------------
@@ -77,24 +67,32 @@ def test_generation_is_deterministic_and_seed_dependent() -> None:
 def test_hidden_solution_verifies_and_is_par(difficulty: str) -> None:
     for seed in range(15):
         inst = TASK.instance(seed, difficulty)
-        h = inst.hidden
-        assert verify_solution(h["world"], h["solution"]) is None
-        assert len(h["solution"]) == h["par"] == inst.public["par"]
+        h = hidden(inst)
+        assert verify_solution(h.world, h.solution) is None
+        assert len(h.solution) == h.par == public(inst).par
         # The planner from the start reproduces the stored solution.
-        assert solve(h["world"], h["goals"]) == h["solution"]
+        assert solve(h.world, h.goals) == list(h.solution)
         prompt = " ".join(m.text for m in TASK.generator.prompt(inst))
-        assert h["exit_code"] not in prompt
-        assert str(inst.public["max_actions"]) in prompt and str(h["par"]) in prompt
+        assert h.exit_code not in prompt
+        assert str(public(inst).max_actions) in prompt and str(h.par) in prompt
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_typed_views_are_exactly_the_stored_data(difficulty: str) -> None:
+    inst = TASK.instance(0, difficulty)
+    # Same values and the same key order: the generator stores these models' dumps.
+    assert json.dumps(public(inst).model_dump(mode="json")) == json.dumps(inst.public)
+    assert json.dumps(hidden(inst).model_dump(mode="json")) == json.dumps(inst.hidden)
 
 
 def test_difficulty_scales_the_house() -> None:
     def mean_par(d: str) -> float:
-        return sum(TASK.instance(s, d).hidden["par"] for s in range(8)) / 8
+        return sum(hidden(TASK.instance(s, d)).par for s in range(8)) / 8
 
     assert mean_par("easy") < mean_par("medium") < mean_par("hard")
-    hard = TASK.instance(0, "hard").hidden["world"]
-    assert len(hard["rooms"]) == 8 and len(hard["exit_code"]) == 6
-    assert sum(d["key"] is not None for d in hard["doors"]) == 3
+    hard = hidden(TASK.instance(0, "hard")).world
+    assert len(hard.rooms) == 8 and len(hard.exit_code) == 6
+    assert sum(d.key is not None for d in hard.doors) == 3
 
 
 @pytest.mark.parametrize(
@@ -120,8 +118,8 @@ def test_difficulty_scales_the_house() -> None:
 def test_extreme_knobs_still_solvable(knobs: dict[str, Any]) -> None:
     for seed in range(4):
         inst = TASK.instance(seed, "medium", **knobs)
-        h = inst.hidden
-        assert verify_solution(h["world"], h["solution"]) is None
+        h = hidden(inst)
+        assert verify_solution(h.world, h.solution) is None
         assert run_expert(inst).reward().total == 1.0
 
 
@@ -136,21 +134,23 @@ def test_bad_knobs_are_rejected() -> None:
 
 def test_every_clue_digit_is_needed() -> None:
     inst = TASK.instance(3, "hard")
-    h = inst.hidden
-    facts = [tuple(f) for x in [*h["world"]["items"], *h["world"]["fixtures"]] for f in x["facts"]]
+    h = hidden(inst)
+    facts = [f for i in h.world.items for f in i.facts]
+    facts += [f for x in h.world.fixtures for f in x.facts]
     digits = {f[1] for f in facts if f[0] == "digit"}
-    assert digits == set(range(1, len(h["exit_code"]) + 1))
+    assert digits == set(range(1, len(h.exit_code) + 1))
     # Skipping the last clue read leaves the code incomplete: verification refuses it.
-    sol = h["solution"]
-    last_read = max(i for i, a in enumerate(sol) if a["tool"] in ("read", "inspect"))
-    assert verify_solution(h["world"], sol[:last_read] + sol[last_read + 1 :]) is not None
+    sol = h.solution
+    last_read = max(i for i, a in enumerate(sol) if a.tool in ("read", "inspect"))
+    assert verify_solution(h.world, sol[:last_read] + sol[last_read + 1 :]) is not None
 
 
 def test_verification_rejects_a_broken_world() -> None:
     inst = TASK.instance(1, "medium")
-    world = dict(inst.hidden["world"])
-    world["exit_code"] = "0" * len(world["exit_code"])  # the clues now disagree with the lock
-    assert verify_solution(world, inst.hidden["solution"]) is not None
+    h = hidden(inst)
+    # The clues now disagree with the lock.
+    broken = h.world.model_copy(update={"exit_code": "0" * len(h.exit_code)})
+    assert verify_solution(broken, h.solution) is not None
 
 
 def test_generator_redraws_and_fails_loudly() -> None:
@@ -180,7 +180,7 @@ def test_locked_door_wrong_key_and_unlock() -> None:
 
 def test_hidden_items_and_writing_are_revealed_by_inspect() -> None:
     inst = TASK.instance(4, "hard")
-    sim = EscapeRoom(inst.hidden["world"])
+    sim = EscapeRoom(hidden(inst).world)
     assert "(something is written on it)" in sim.look()
     text = sim.inspect("piano")
     assert "1st digit of the exit code is 4" in text
@@ -202,7 +202,7 @@ def test_hidden_items_and_writing_are_revealed_by_inspect() -> None:
 
 def test_keypad_feedback() -> None:
     inst = TASK.instance(4, "hard")
-    sim = EscapeRoom(inst.hidden["world"])
+    sim = EscapeRoom(hidden(inst).world)
     with pytest.raises(SimError, match="no exit door"):
         sim.enter_code("416683")
     sim.go("north")
@@ -226,10 +226,9 @@ def test_keypad_feedback() -> None:
 
 def test_numeric_code_argument_is_accepted_and_replayed() -> None:
     inst = TASK.instance(4, "hard")
-    ep = episode(inst)
-    sol = inst.hidden["solution"]
-    play(ep, sol[:-1])
-    ep.step(call("enter_code", {"code": int(inst.hidden["exit_code"])}, "num"))
+    ep = episode_for(inst)
+    play(ep, hidden(inst).solution[:-1])
+    ep.step(call("enter_code", {"code": int(hidden(inst).exit_code)}, "num"))
     assert ep.end_reason == "answered" and ep.reward().total == 1.0
     assert (
         TASK.world.tool_schemas()[0]["function"]["parameters"]["properties"]["code"]["type"]
@@ -239,7 +238,7 @@ def test_numeric_code_argument_is_accepted_and_replayed() -> None:
 
 def test_ambiguous_and_unknown_names() -> None:
     inst = TASK.instance(4, "hard")
-    sim = EscapeRoom(inst.hidden["world"])
+    sim = EscapeRoom(hidden(inst).world)
     sim.go("north")
     sim.take("key")  # the only key in view here
     sim.go("south")
@@ -254,7 +253,7 @@ def test_ambiguous_and_unknown_names() -> None:
 
 def test_failed_actions_do_not_change_state() -> None:
     inst = TASK.instance(2, "medium")
-    sim = EscapeRoom(inst.hidden["world"])
+    sim = EscapeRoom(hidden(inst).world)
 
     def snapshot() -> tuple[Any, ...]:
         return (sim.room, dict(sim.location), dict(sim.door_locked), dict(sim.fixture_locked),
@@ -285,7 +284,7 @@ def test_failed_actions_do_not_change_state() -> None:
 # -- tools, episode, budgets ------------------------------------------------------------
 def test_bad_inputs_are_errors_and_the_episode_continues() -> None:
     inst = TASK.instance(0, "easy")
-    ep = episode(inst)
+    ep = episode_for(inst)
     bad: list[tuple[str, dict[str, Any] | str]] = [
         ("take", {}),
         ("take", {"item": 7}),
@@ -307,22 +306,42 @@ def test_bad_inputs_are_errors_and_the_episode_continues() -> None:
     assert "==" in obs.messages[0].text and not obs.done
 
 
+def test_every_action_reports_where_the_player_stands_as_data() -> None:
+    inst = TASK.instance(0, "easy")
+    pub = public(inst)
+    ep = episode_for(inst)
+    reply = step_call(ep, "look")
+    assert reply.outcome is not None and not reply.outcome.is_error
+    assert reply.outcome.data == {
+        "room": pub.start_room,
+        "escaped": False,
+        "actions_used": 1,
+        "actions_left": pub.max_actions - 1,
+    }
+    bad = step_call(ep, "take", {"item": "zzz"}, "c2")
+    assert bad.outcome is not None and bad.outcome.is_error and bad.text.startswith("Error:")
+    assert bad.outcome.data["actions_used"] == 2  # a failed action counts too
+    play(ep, hidden(inst).solution)
+    assert ep.end_reason == "answered" and ep.tool_calls[-1].data["escaped"] is True
+    json.dumps([r.data for r in ep.tool_calls])  # plain JSON values, as logged
+
+
 def test_wrong_exit_code_keeps_playing_and_right_one_ends() -> None:
     inst = TASK.instance(0, "easy")
-    ep = episode(inst)
-    sol = inst.hidden["solution"]
+    ep = episode_for(inst)
+    sol = hidden(inst).solution
     play(ep, sol[:-1])
-    obs = ep.step(call("enter_code", {"code": "0" * len(inst.hidden["exit_code"])}, "w"))
+    obs = ep.step(call("enter_code", {"code": "0" * len(hidden(inst).exit_code)}, "w"))
     assert "wrong code" in obs.messages[0].text and not obs.done
-    obs = ep.step(call(sol[-1]["tool"], sol[-1]["args"], "r"))
+    obs = ep.step(call(sol[-1].tool, sol[-1].args, "r"))
     assert obs.done and ep.end_reason == "answered"
     assert ep.world.final_answer is not None
 
 
 def test_action_limit_ends_the_episode() -> None:
     inst = TASK.instance(0, "easy", action_limit_factor=1.5)
-    limit = inst.public["max_actions"]
-    ep = episode(inst)
+    limit = public(inst).max_actions
+    ep = episode_for(inst)
     for i in range(limit):
         obs = ep.step(call("look", {}, f"l{i}"))
     assert obs.done and ep.end_reason == "max_tool_calls"
@@ -332,11 +351,11 @@ def test_action_limit_ends_the_episode() -> None:
 
 def test_nudge_reports_progress() -> None:
     inst = TASK.instance(0, "medium")
-    ep = episode(inst)
+    ep = episode_for(inst)
     obs = ep.step(assistant("I think the code is 1234."))
     text = obs.messages[0].text
     assert "did not call a tool" in text and "enter_code" in text
-    assert inst.public["start_room"] in text
+    assert public(inst).start_room in text
 
 
 # -- reward ------------------------------------------------------------------------------
@@ -350,22 +369,22 @@ def test_efficiency_curve() -> None:
 
 def test_reward_par_partial_and_zero() -> None:
     inst = TASK.instance(2, "medium")
-    par = inst.hidden["par"]
-    ep = episode(inst)
-    play(ep, inst.hidden["solution"])
+    par = hidden(inst).par
+    ep = episode_for(inst)
+    play(ep, hidden(inst).solution)
     r = ep.reward()
     assert r.success and r.total == 1.0 and r.component("efficiency") == 1.0
 
-    ep = episode(inst)
+    ep = episode_for(inst)
     for i in range(par // 2):
         ep.step(call("look", {}, f"x{i}"))
-    play(ep, inst.hidden["solution"])
+    play(ep, hidden(inst).solution)
     r = ep.reward()
     assert r.success and 0.6 < r.total < 1.0
     assert r.component("efficiency") == pytest.approx(efficiency(par + par // 2, par))
 
-    ep = episode(inst)
-    play(ep, inst.hidden["solution"][:-1])
+    ep = episode_for(inst)
+    play(ep, hidden(inst).solution[:-1])
     r = ep.reward()
     assert not r.success and r.total == 0.0
     assert r.component("progress") == 1.0  # every digit was read, the code never entered
@@ -373,11 +392,10 @@ def test_reward_par_partial_and_zero() -> None:
 
 def test_reward_replays_instead_of_trusting_the_world() -> None:
     inst = TASK.instance(2, "medium")
-    ep = episode(inst)
+    ep = episode_for(inst)
     ep.step(call("look", {}, "a"))
-    assert isinstance(ep.world, EscapeRoomWorld)
-    ep.world.sim.escaped = True  # a tampered flag is not an escape
-    ep.world.final_answer = {"escaped": True}
+    world(ep).sim.escaped = True  # a tampered flag is not an escape
+    world(ep).final_answer = {"escaped": True}
     assert ep.reward().total == 0.0
 
 
@@ -390,16 +408,16 @@ AUDIT_SEEDS = 30
 
 
 def _exit_room(sim: EscapeRoom) -> str:
-    return next(str(f["room"]) for f in sim.fixtures.values() if f["kind"] == "exit")
+    return next(f.room for f in sim.fixtures.values() if f.kind == "exit")
 
 
 def _constant_code(difficulty: str) -> str:
     """The expert's code on another seed: the best constant answer a lazy agent could learn."""
-    return str(TASK.instance(10_000, difficulty).hidden["exit_code"])
+    return hidden(TASK.instance(10_000, difficulty)).exit_code
 
 
 def _play_until_done(inst: Instance, policy: Any) -> Episode:
-    ep = episode(inst)
+    ep = episode_for(inst)
     n = 0
     while not ep.done:
         n += 1
@@ -419,9 +437,7 @@ def test_constant_codes_passive_loops_and_wandering_never_escape(difficulty: str
 
     def wander(ep: Episode, n: int) -> Message:
         # Walk through random open doors; in the EXIT room, type the constant code.
-        world = ep.world
-        assert isinstance(world, EscapeRoomWorld)
-        sim = world.sim
+        sim = world(ep).sim
         if sim.room == _exit_room(sim) and n % 2 == 0:
             return call("enter_code", {"code": code}, f"w{n}")
         rng = random.Random(f"{ep.instance.seed}:{n}")
@@ -430,7 +446,7 @@ def test_constant_codes_passive_loops_and_wandering_never_escape(difficulty: str
     for name, policy in (("constant code", keypad), ("look loop", look), ("wander", wander)):
         for seed in range(AUDIT_SEEDS):
             inst = TASK.instance(seed, difficulty)
-            if name == "constant code" and inst.hidden["exit_code"] == code:
+            if name == "constant code" and hidden(inst).exit_code == code:
                 continue
             ep = _play_until_done(inst, policy)
             assert ep.reward().total == 0.0, (difficulty, name, seed)
@@ -444,12 +460,12 @@ def test_brute_force_cannot_fit_in_the_action_budget(difficulty: str) -> None:
     chances = []
     for seed in range(AUDIT_SEEDS):
         inst = TASK.instance(seed, difficulty)
-        sim = EscapeRoom(inst.hidden["world"])
+        sim = EscapeRoom(hidden(inst).world)
         sim.door_locked = dict.fromkeys(sim.door_locked, False)
         walk = sim.path(sim.room, _exit_room(sim))
         assert walk is not None
-        attempts = int(inst.public["max_actions"]) - len(walk)
-        chances.append(min(1.0, attempts / 10 ** len(inst.hidden["exit_code"])))
+        attempts = public(inst).max_actions - len(walk)
+        chances.append(min(1.0, attempts / 10 ** len(hidden(inst).exit_code)))
     assert sum(chances) / len(chances) <= 0.05, chances
 
 
@@ -462,7 +478,7 @@ def test_expert_solves_at_par(difficulty: str) -> None:
         r = ep.reward()
         assert ep.end_reason == "answered"
         assert r.total >= TASK.solved_threshold
-        assert len(ep.tool_calls) == inst.hidden["par"]
+        assert len(ep.tool_calls) == hidden(inst).par
 
 
 @pytest.mark.parametrize("difficulty", DIFFS)
@@ -475,8 +491,8 @@ def test_expert_survives_random_interleaved_actions(difficulty: str) -> None:
 
 def test_expert_replans_after_being_moved() -> None:
     inst = TASK.instance(4, "hard")
-    sim = EscapeRoom(inst.hidden["world"])
-    goals = inst.hidden["goals"]
+    sim = EscapeRoom(hidden(inst).world)
+    goals = hidden(inst).goals
     sim.go("west")  # a detour the plan did not ask for
     step = plan_next(sim, goals)
     assert step is not None and step == ("go", {"direction": "east"})
@@ -484,12 +500,26 @@ def test_expert_replans_after_being_moved() -> None:
 
 def test_expert_reads_text_written_tool_calls() -> None:
     inst = TASK.instance(1, "easy")
-    ep = episode(inst)
+    ep = episode_for(inst)
     expert = TASK.expert(inst)
-    first = inst.hidden["solution"][0]
-    payload = json.dumps({"name": first["tool"], "arguments": first["args"]})
+    first = hidden(inst).solution[0]
+    payload = json.dumps({"name": first.tool, "arguments": first.args})
     ep.step(f"Let me start.\n<tool_call>{payload}</tool_call>")
     assert not ep.messages[-1].text.startswith("Error")
     while not ep.done:
         ep.step(expert.next_turn(ep.messages))
     assert ep.reward().total == 1.0
+
+
+def test_expert_reads_results_as_data_not_text() -> None:
+    # With every tool message's text blanked, the expert still escapes at par: it tells a
+    # failed action from a successful one by the outcome alone.
+    inst = TASK.instance(2, "medium")
+    ep = episode_for(inst)
+    expert = TASK.expert(inst)
+    while not ep.done:
+        blank = [
+            m.model_copy(update={"content": ""}) if m.role == "tool" else m for m in ep.messages
+        ]
+        ep.step(expert.next_turn(blank))
+    assert ep.reward().total == 1.0 and len(ep.tool_calls) == hidden(inst).par

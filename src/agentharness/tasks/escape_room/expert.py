@@ -13,6 +13,7 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
 from agentharness.core.parsing import answered_calls
+from agentharness.tasks.escape_room.problem import Hidden
 from agentharness.tasks.escape_room.simulator import EscapeRoom, SimError, plan_next
 
 
@@ -20,14 +21,15 @@ class EscapeRoomExpert:
     """Scripted solver that acts only through the task's tools."""
 
     def __init__(self, instance: Instance) -> None:
-        self.goals = list(instance.hidden["goals"])
-        self.sim = EscapeRoom(instance.hidden["world"])
+        hidden = instance.hidden_as(Hidden)
+        self.goals = hidden.goals
+        self.sim = EscapeRoom(hidden.world)
         self._seen = 0
         self._n = 0
 
     def _sync(self, messages: list[Message]) -> None:
         for call, message in answered_calls(messages, self._seen):
-            if call.name != message.name or message.text.startswith("Error:"):
+            if call.name != message.name or message.outcome is None or message.outcome.is_error:
                 continue
             try:
                 self.sim.apply(call.name, call.arguments)

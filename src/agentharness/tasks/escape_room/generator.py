@@ -24,10 +24,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
 from agentharness.core.task import Problem
 from agentharness.tasks.escape_room.config import EscapeRoomConfig
+from agentharness.tasks.escape_room.problem import Goal, Hidden, Public, WorldSpec
 from agentharness.tasks.escape_room.simulator import (
     DIRECTIONS,
     OPPOSITE,
@@ -207,6 +210,10 @@ Answer format: the game ends when you call enter_code with the full exit code wh
 the room with the EXIT door."""
 
 
+# The builder's plan (plain dicts) read as typed goals.
+_GOALS: TypeAdapter[tuple[Goal, ...]] = TypeAdapter(tuple[Goal, ...])
+
+
 class EscapeRoomGenerator:
     """Builds a solvable house around a hidden clue chain; see the module docstring."""
 
@@ -222,44 +229,48 @@ class EscapeRoomGenerator:
             except _Redraw as e:
                 last_error = str(e)
                 continue
-            solution = solve(spec, goals)
+            world = WorldSpec.model_validate(spec)
+            plan = _GOALS.validate_python(goals)
+            solution = solve(world, plan)
             if solution is None:
                 last_error = "the planner did not escape"
                 continue
-            problem = verify_solution(spec, solution)
+            problem = verify_solution(world, solution)
             if problem is not None:
                 last_error = problem
                 continue
             par = len(solution)
             max_actions = int(config.action_limit_factor * par) + 10
-            start = EscapeRoom(spec)
-            public = {
-                "start_room": start.rooms[start.room]["name"],
-                "n_rooms": config.n_rooms,
-                "code_length": config.code_length,
-                "par": par,
-                "max_actions": max_actions,
-                "intro": start.look(),
-            }
-            hidden = {
-                "world": spec,
-                "goals": goals,
-                "solution": solution,
-                "par": par,
-                "exit_code": spec["exit_code"],
-                "attempt": attempt,
-            }
-            return Problem(public=public, hidden=hidden)
+            start = EscapeRoom(world)
+            public = Public(
+                start_room=start.rooms[start.room].name,
+                n_rooms=config.n_rooms,
+                code_length=config.code_length,
+                par=par,
+                max_actions=max_actions,
+                intro=start.look(),
+            )
+            hidden = Hidden(
+                world=world,
+                goals=plan,
+                solution=tuple(solution),
+                par=par,
+                exit_code=world.exit_code,
+                attempt=attempt,
+            )
+            return Problem(
+                public=public.model_dump(mode="json"), hidden=hidden.model_dump(mode="json")
+            )
         raise RuntimeError(f"could not build a verified escape room for seed {seed}: {last_error}")
 
     def prompt(self, instance: Instance) -> list[Message]:
-        p = instance.public
+        p = instance.public_as(Public)
         text = (
-            f"You wake up in the {p['start_room']} of a house with {p['n_rooms']} rooms. "
-            f"The EXIT door takes a {p['code_length']}-digit code.\n\n"
-            f"{p['intro']}\n\n"
-            f"You have at most {p['max_actions']} actions (tool calls). Escaping within "
-            f"{p['par']} actions earns full credit; every action beyond that lowers the "
+            f"You wake up in the {p.start_room} of a house with {p.n_rooms} rooms. "
+            f"The EXIT door takes a {p.code_length}-digit code.\n\n"
+            f"{p.intro}\n\n"
+            f"You have at most {p.max_actions} actions (tool calls). Escaping within "
+            f"{p.par} actions earns full credit; every action beyond that lowers the "
             "score, and not escaping scores zero. Call one tool at a time and read each result."
         )
         return [system(SYSTEM_PROMPT), user(text)]

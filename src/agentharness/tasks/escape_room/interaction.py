@@ -5,7 +5,6 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 from agentharness.core.task import Budgets, Interaction
-from agentharness.core.tools import World
 from agentharness.tasks.escape_room.tools import EscapeRoomWorld
 
 # The per-instance action limit (factor * par + 10, stated in the prompt) is enforced by
@@ -16,19 +15,17 @@ BUDGETS = Budgets(
 )
 
 
-class EscapeRoomInteraction(Interaction):
+class EscapeRoomInteraction(Interaction[EscapeRoomWorld]):
     """Reminds a player who stopped calling tools where it stands and what to do."""
 
     def __init__(self) -> None:
         super().__init__(BUDGETS)
 
     def on_no_tool_call(
-        self, instance: Instance, world: World, message: Message, nudges: int
+        self, instance: Instance, world: EscapeRoomWorld, message: Message, nudges: int
     ) -> str | None:
-        if not isinstance(world, EscapeRoomWorld):
-            return super().on_no_tool_call(instance, world, message, nudges)
         sim = world.sim
-        room = sim.rooms[sim.room]["name"]
+        room = sim.rooms[sim.room].name
         known = sim.digits_known()
         n = len(sim.exit_code)
         return (

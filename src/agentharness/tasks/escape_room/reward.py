@@ -17,8 +17,9 @@ from __future__ import annotations
 from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
-from agentharness.core.tools import World
+from agentharness.tasks.escape_room.problem import Hidden
 from agentharness.tasks.escape_room.simulator import EscapeRoom, SimError
+from agentharness.tasks.escape_room.tools import EscapeRoomWorld
 
 OUTCOME_WEIGHT = 0.6
 EFFICIENCY_WEIGHT = 0.4
@@ -33,7 +34,7 @@ def efficiency(actions: int, par: int) -> float:
 
 def replay(instance: Instance, trajectory: Trajectory) -> tuple[EscapeRoom, int | None]:
     """The world after replaying the trajectory, and the 1-based call that escaped (if any)."""
-    sim = EscapeRoom(instance.hidden["world"])
+    sim = EscapeRoom(instance.hidden_as(Hidden).world)
     for n, call in enumerate(trajectory.tool_calls, 1):
         if call.is_error:
             continue
@@ -46,8 +47,8 @@ def replay(instance: Instance, trajectory: Trajectory) -> tuple[EscapeRoom, int 
     return sim, None
 
 
-def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
-    par = int(instance.hidden["par"])
+def reward(instance: Instance, world: EscapeRoomWorld, trajectory: Trajectory) -> Reward:
+    par = instance.hidden_as(Hidden).par
     sim, escaped_at = replay(instance, trajectory)
     n_digits = len(sim.exit_code)
     progress = sim.digits_known() / n_digits

@@ -1,25 +1,15 @@
 """The escape-room world model: rooms, doors, fixtures, items and the rules of play.
 
-Pure domain code. A world is described by a JSON-serializable *spec* (built by the
-generator and stored in ``instance.hidden["world"]``); :class:`EscapeRoom` is the mutable
-state of one play-through of that spec. Every action either changes the state and returns
-a description, or raises :class:`SimError` **before** changing anything — so replaying
-the successful actions of a trajectory reproduces the state exactly (the reward and the
-expert rely on that).
+Pure domain code. A house is a :class:`~.problem.WorldSpec` (rooms, doors, fixtures and
+items; built by the generator and stored as ``Hidden.world``); :class:`EscapeRoom` is the
+mutable state of one play-through of it. Every action either changes the state and
+returns a description, or raises :class:`SimError` **before** changing anything — so
+replaying the successful actions of a trajectory reproduces the state exactly (the reward
+and the expert rely on that).
 
-Spec layout::
-
-    {"start": "r0", "exit_code": "4821",
-     "rooms":    [{"id", "name", "description"}],
-     "doors":    [{"id", "rooms": [a, b], "dirs": [dir_from_a, dir_from_b], "key": item_id|None}],
-     "fixtures": [{"id", "name", "room", "kind": container|scenery|exit, "description",
-                   "lock": None|"key"|"code", "key": item_id|None, "code": str|None,
-                   "hide": str|None, "inscription": str|None, "facts": [...]}],
-     "items":    [{"id", "name", "kind": key|note|junk, "description", "text": str|None,
-                   "facts": [...], "where": room|in|hidden, "at": room_or_fixture_id}]}
-
-A fact is ``["digit", position, digit]`` (a digit of the exit code, 1-based position) or
-``["combo", fixture_id]`` (the combination of a keypad-locked container).
+A fact (what a clue reveals) is ``("digit", position, digit)`` (a digit of the exit code,
+1-based position) or ``("combo", fixture_id)`` (the combination of a keypad-locked
+container).
 """
 
 from __future__ import annotations
@@ -28,6 +18,21 @@ import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from agentharness.tasks.escape_room.problem import (
+    Action,
+    Fact,
+    Fixture,
+    Goal,
+    InspectGoal,
+    Item,
+    ReadGoal,
+    TakeGoal,
+    UnlockCodeGoal,
+    UnlockDoorGoal,
+    UnlockKeyGoal,
+    WorldSpec,
+)
 
 DIRECTIONS = ("north", "south", "east", "west", "up", "down")
 OPPOSITE = {
@@ -39,8 +44,6 @@ OPPOSITE = {
     "down": "up",
 }
 EXIT_WORDS = frozenset({"exit", "exit door", "keypad", "exit keypad", "door"})
-
-Fact = tuple[Any, ...]
 
 
 class SimError(Exception):
@@ -71,27 +74,24 @@ def _listing(names: list[str]) -> str:
 class EscapeRoom:
     """Mutable state of one play-through of a world spec."""
 
-    def __init__(self, spec: Mapping[str, Any]) -> None:
+    def __init__(self, spec: WorldSpec) -> None:
         self.spec = spec
-        self.rooms: dict[str, dict[str, Any]] = {r["id"]: r for r in spec["rooms"]}
-        self.doors: dict[str, dict[str, Any]] = {d["id"]: d for d in spec["doors"]}
-        self.fixtures: dict[str, dict[str, Any]] = {f["id"]: f for f in spec["fixtures"]}
-        self.items: dict[str, dict[str, Any]] = {i["id"]: i for i in spec["items"]}
-        self.exit_code: str = spec["exit_code"]
+        self.rooms = {r.id: r for r in spec.rooms}
+        self.doors = {d.id: d for d in spec.doors}
+        self.fixtures = {f.id: f for f in spec.fixtures}
+        self.items = {i.id: i for i in spec.items}
+        self.exit_code = spec.exit_code
         # room -> direction -> door id
         self.exits: dict[str, dict[str, str]] = {r: {} for r in self.rooms}
-        for d in spec["doors"]:
-            for room, direction in zip(d["rooms"], d["dirs"], strict=True):
-                self.exits[room][direction] = d["id"]
+        for d in spec.doors:
+            for room, direction in zip(d.rooms, d.dirs, strict=True):
+                self.exits[room][direction] = d.id
         # Mutable state.
-        self.room: str = spec["start"]
-        self.location: dict[str, tuple[str, str]] = {
-            i["id"]: (i["where"], i["at"]) for i in spec["items"]
-        }
-        self.door_locked: dict[str, bool] = {d["id"]: d["key"] is not None for d in spec["doors"]}
-        self.fixture_locked: dict[str, bool] = {
-            f["id"]: f["lock"] is not None for f in spec["fixtures"]
-        }
+        self.room: str = spec.start
+        # item -> (where, at): ("room", room), ("in", container), ("hidden", fixture), ("inv", "")
+        self.location: dict[str, tuple[str, str]] = {i.id: (i.where, i.at) for i in spec.items}
+        self.door_locked: dict[str, bool] = {d.id: d.key is not None for d in spec.doors}
+        self.fixture_locked: dict[str, bool] = {f.id: f.lock is not None for f in spec.fixtures}
         self.examined: set[str] = set()  # notes read and fixtures inspected
         self.known: set[Fact] = set()  # facts revealed by what was read or inspected
         self.visited: set[str] = {self.room}
@@ -100,11 +100,11 @@ class EscapeRoom:
 
     # -- queries ----------------------------------------------------------------------
     def other_side(self, door_id: str, room: str) -> str:
-        a, b = self.doors[door_id]["rooms"]
+        a, b = self.doors[door_id].rooms
         return b if room == a else a
 
     def fixtures_in(self, room: str) -> list[str]:
-        return [f for f, spec in self.fixtures.items() if spec["room"] == room]
+        return [f for f, spec in self.fixtures.items() if spec.room == room]
 
     def item_room(self, item_id: str) -> str | None:
         """The room an item is in (its container's room), ``None`` when carried."""
@@ -113,7 +113,7 @@ class EscapeRoom:
             return None
         if where == "room":
             return at
-        return str(self.fixtures[at]["room"])
+        return str(self.fixtures[at].room)
 
     def visible_items(self, room: str) -> list[str]:
         """Items the player can see in ``room``: on the floor or in an open container."""
@@ -121,9 +121,7 @@ class EscapeRoom:
         for item, (where, at) in self.location.items():
             if where == "room" and at == room:
                 out.append(item)
-            elif (
-                where == "in" and self.fixtures[at]["room"] == room and not self.fixture_locked[at]
-            ):
+            elif where == "in" and self.fixtures[at].room == room and not self.fixture_locked[at]:
                 out.append(item)
         return out
 
@@ -190,7 +188,7 @@ class EscapeRoom:
                     )
                 return doors[direction]
         for door in doors.values():
-            if q == normalize(self.rooms[self.other_side(door, self.room)]["name"]) + " door":
+            if q == normalize(self.rooms[self.other_side(door, self.room)].name) + " door":
                 return door
         if q == "door" and doors:
             locked = [d for d in doors.values() if self.door_locked[d]]
@@ -207,17 +205,17 @@ class EscapeRoom:
 
     def _name(self, obj_id: str) -> str:
         if obj_id in self.items:
-            return str(self.items[obj_id]["name"])
-        return str(self.fixtures[obj_id]["name"])
+            return str(self.items[obj_id].name)
+        return str(self.fixtures[obj_id].name)
 
     def _scope(self, *, inventory: bool, visible: bool, fixtures: bool) -> dict[str, str]:
         out: dict[str, str] = {}
         if inventory:
-            out.update({i: self.items[i]["name"] for i in self.inventory()})
+            out.update({i: self.items[i].name for i in self.inventory()})
         if visible:
-            out.update({i: self.items[i]["name"] for i in self.visible_items(self.room)})
+            out.update({i: self.items[i].name for i in self.visible_items(self.room)})
         if fixtures:
-            out.update({f: self.fixtures[f]["name"] for f in self.fixtures_in(self.room)})
+            out.update({f: self.fixtures[f].name for f in self.fixtures_in(self.room)})
         return out
 
     def _not_here(self, query: str) -> SimError:
@@ -231,15 +229,15 @@ class EscapeRoom:
     # -- describing -------------------------------------------------------------------
     def _fixture_label(self, fid: str) -> str:
         f = self.fixtures[fid]
-        label = article(f["name"])
-        if f["kind"] == "container":
+        label = article(f.name)
+        if f.kind == "container":
             if self.fixture_locked[fid]:
-                lock = "keyhole" if f["lock"] == "key" else f"{len(f['code'])}-digit keypad"
+                lock = "keyhole" if f.lock == "key" else f"{len(f.code or '')}-digit keypad"
                 label += f" (locked, {lock})"
             else:
-                inside = [article(self.items[i]["name"]) for i in self._contents(fid)]
+                inside = [article(self.items[i].name) for i in self._contents(fid)]
                 label += f" (open, contains: {_listing(inside)})"
-        elif f["kind"] == "scenery" and f.get("inscription") and fid not in self.examined:
+        elif f.kind == "scenery" and f.inscription and fid not in self.examined:
             label += " (something is written on it)"
         return label
 
@@ -249,30 +247,28 @@ class EscapeRoom:
     def look(self) -> str:
         """Describe the current room, its contents and exits, and the inventory."""
         room = self.rooms[self.room]
-        lines = [f"== {room['name']} ==", room["description"]]
-        fixtures = [f for f in self.fixtures_in(self.room) if self.fixtures[f]["kind"] != "exit"]
+        lines = [f"== {room.name} ==", room.description]
+        fixtures = [f for f in self.fixtures_in(self.room) if self.fixtures[f].kind != "exit"]
         lines.append(f"You see: {_listing([self._fixture_label(f) for f in fixtures])}.")
         floor = [i for i, (w, at) in self.location.items() if w == "room" and at == self.room]
         if floor:
-            lines.append(
-                f"On the floor: {_listing([article(self.items[i]['name']) for i in floor])}."
-            )
+            lines.append(f"On the floor: {_listing([article(self.items[i].name) for i in floor])}.")
         exits = []
         for direction in DIRECTIONS:
             door = self.exits[self.room].get(direction)
             if door is None:
                 continue
-            other = self.rooms[self.other_side(door, self.room)]["name"]
+            other = self.rooms[self.other_side(door, self.room)].name
             state = " (locked door, keyhole)" if self.door_locked[door] else ""
             exits.append(f"{direction} to the {other}{state}")
         lines.append(f"Exits: {'; '.join(exits) if exits else 'none'}.")
         for f in self.fixtures_in(self.room):
-            if self.fixtures[f]["kind"] == "exit":
+            if self.fixtures[f].kind == "exit":
                 n = len(self.exit_code)
                 lines.append(
                     f"The EXIT door is here. It is locked by a keypad that takes a {n}-digit code."
                 )
-        carried = [self.items[i]["name"] for i in self.inventory()]
+        carried = [self.items[i].name for i in self.inventory()]
         lines.append(f"You carry: {_listing(carried)}.")
         return "\n".join(lines)
 
@@ -322,10 +318,10 @@ class EscapeRoom:
         if obj in self.fixtures:
             return self._inspect_fixture(obj)
         spec = self.items[obj]
-        if spec["kind"] != "note":
-            return f"There is nothing written on the {spec['name']}."
+        if spec.kind != "note":
+            return f"There is nothing written on the {spec.name}."
         self._learn(obj, spec)
-        return f'The {spec["name"]} reads: "{spec["text"]}"'
+        return f'The {spec.name} reads: "{spec.text}"'
 
     def inspect(self, target: str) -> str:
         """Examine an item, fixture or door closely; may reveal hidden things and writing."""
@@ -338,9 +334,9 @@ class EscapeRoom:
         if obj in self.fixtures:
             return self._inspect_fixture(obj)
         spec = self.items[obj]
-        text = spec["description"]
-        if spec["kind"] == "note":
-            text += f" There is writing on it; read it with read(item='{spec['name']}')."
+        text = spec.description
+        if spec.kind == "note":
+            text += f" There is writing on it; read it with read(item='{spec.name}')."
         return text
 
     def use(self, item: str, target: str) -> str:
@@ -352,7 +348,7 @@ class EscapeRoom:
             )
             if here is not None:
                 raise SimError(f"you are not carrying the {self._name(here)}; take it first.")
-            carried = _listing([self.items[i]["name"] for i in self.inventory()])
+            carried = _listing([self.items[i].name for i in self.inventory()])
             raise SimError(f"you carry no '{item}'. You carry: {carried}.")
         key = self.items[held]
         # A direction word or a bare "door" means a door, even in the room with the EXIT door.
@@ -370,39 +366,39 @@ class EscapeRoom:
                     target, self._scope(inventory=True, visible=True, fixtures=False), "target"
                 ):
                     what = normalize(target)
-                    return f"Nothing happens when you use the {key['name']} on the {what}."
+                    return f"Nothing happens when you use the {key.name} on the {what}."
                 raise self._not_here(target)
         if door is not None:
             direction = next(d for d, x in self.exits[self.room].items() if x == door)
             if not self.door_locked[door]:
                 return f"The {direction} door is not locked."
-            if key["kind"] != "key" or self.doors[door]["key"] != held:
-                return f"The {key['name']} does not fit the lock of the {direction} door."
+            if key.kind != "key" or self.doors[door].key != held:
+                return f"The {key.name} does not fit the lock of the {direction} door."
             self.door_locked[door] = False
-            return f"You unlock the {direction} door with the {key['name']}. It swings open."
+            return f"You unlock the {direction} door with the {key.name}. It swings open."
         assert fixture is not None
         f = self.fixtures[fixture]
-        if f["kind"] == "exit" or f["lock"] == "code":
+        if f.kind == "exit" or f.lock == "code":
             return (
-                f"The {f['name']} has a keypad, not a keyhole. "
-                f"Use enter_code(code=..., target='{f['name']}')."
+                f"The {f.name} has a keypad, not a keyhole. "
+                f"Use enter_code(code=..., target='{f.name}')."
             )
-        if f["kind"] != "container" or f["lock"] is None:
-            return f"Nothing happens when you use the {key['name']} on the {f['name']}."
+        if f.kind != "container" or f.lock is None:
+            return f"Nothing happens when you use the {key.name} on the {f.name}."
         if not self.fixture_locked[fixture]:
-            return f"The {f['name']} is already open."
-        if key["kind"] != "key" or f["key"] != held:
-            return f"The {key['name']} does not fit the lock of the {f['name']}."
+            return f"The {f.name} is already open."
+        if key.kind != "key" or f.key != held:
+            return f"The {key.name} does not fit the lock of the {f.name}."
         self.fixture_locked[fixture] = False
         inside = self._inside(fixture)
-        return f"You unlock the {f['name']} with the {key['name']} and open it. {inside}"
+        return f"You unlock the {f.name} with the {key.name} and open it. {inside}"
 
     def enter_code(self, code: str, target: str = "exit door") -> str:
         """Type a code into the keypad of the exit door or of a keypad-locked container."""
         digits = re.sub(r"[\s\-_.,/]", "", str(code))
         if not digits.isdigit():
             raise SimError(f"a code is made of digits only (got '{code}').")
-        exit_here = [f for f in self.fixtures_in(self.room) if self.fixtures[f]["kind"] == "exit"]
+        exit_here = [f for f in self.fixtures_in(self.room) if self.fixtures[f].kind == "exit"]
         q = normalize(target)
         fixture = self._match(
             target, self._scope(inventory=False, visible=False, fixtures=True), "keypad"
@@ -410,31 +406,31 @@ class EscapeRoom:
         if fixture is None and q in EXIT_WORDS:
             if not exit_here:
                 raise SimError(
-                    f"there is no exit door in the {self.rooms[self.room]['name']}. "
+                    f"there is no exit door in the {self.rooms[self.room].name}. "
                     "Find the room with the EXIT door and enter the code there."
                 )
             fixture = exit_here[0]
         if fixture is None:
             raise self._not_here(target)
         f = self.fixtures[fixture]
-        if f["kind"] != "exit" and f["lock"] != "code":
-            raise SimError(f"the {f['name']} has no keypad.")
-        expected = self.exit_code if f["kind"] == "exit" else f["code"]
+        if f.kind != "exit" and f.lock != "code":
+            raise SimError(f"the {f.name} has no keypad.")
+        expected = self.exit_code if f.kind == "exit" else (f.code or "")
         if len(digits) != len(expected):
-            raise SimError(f"the keypad of the {f['name']} takes exactly {len(expected)} digits.")
-        if f["kind"] == "exit":
+            raise SimError(f"the keypad of the {f.name} takes exactly {len(expected)} digits.")
+        if f.kind == "exit":
             if digits == expected:
                 self.escaped = True
                 return "The keypad beeps twice and the EXIT door swings open. You escaped!"
             self.wrong_codes += 1
             return "The keypad flashes red: wrong code. The EXIT door stays locked."
         if not self.fixture_locked[fixture]:
-            return f"The {f['name']} is already open."
+            return f"The {f.name} is already open."
         if digits != expected:
             self.wrong_codes += 1
-            return f"The keypad of the {f['name']} flashes red: wrong code."
+            return f"The keypad of the {f.name} flashes red: wrong code."
         self.fixture_locked[fixture] = False
-        return f"The keypad of the {f['name']} beeps and it opens. {self._inside(fixture)}"
+        return f"The keypad of the {f.name} beeps and it opens. {self._inside(fixture)}"
 
     def apply(self, tool: str, args: Mapping[str, Any]) -> str:
         """Run the action named like a tool with keyword arguments (used for replay)."""
@@ -457,44 +453,44 @@ class EscapeRoom:
 
     # -- internals ----------------------------------------------------------------------
     def _inside(self, fid: str) -> str:
-        names = [article(self.items[i]["name"]) for i in self._contents(fid)]
+        names = [article(self.items[i].name) for i in self._contents(fid)]
         return f"Inside: {_listing(names)}."
 
-    def _learn(self, source: str, spec: Mapping[str, Any]) -> None:
+    def _learn(self, source: str, thing: Item | Fixture) -> None:
         self.examined.add(source)
-        self.known.update(tuple(f) for f in spec.get("facts", []))
+        self.known.update(thing.facts)
 
     def _inspect_door(self, door: str) -> str:
         direction = next(d for d, x in self.exits[self.room].items() if x == door)
-        other = self.rooms[self.other_side(door, self.room)]["name"]
+        other = self.rooms[self.other_side(door, self.room)].name
         state = "It is locked and has a keyhole." if self.door_locked[door] else "It is unlocked."
         return f"The {direction} door leads to the {other}. {state}"
 
     def _inspect_fixture(self, fid: str) -> str:
         f = self.fixtures[fid]
-        parts = [f["description"]]
-        if f["kind"] == "exit":
+        parts = [f.description]
+        if f.kind == "exit":
             parts.append(f"Its keypad takes a {len(self.exit_code)}-digit code: use enter_code.")
-        elif f["kind"] == "container":
+        elif f.kind == "container":
             if self.fixture_locked[fid]:
-                if f["lock"] == "key":
+                if f.lock == "key":
                     parts.append("It is locked; it has a keyhole.")
                 else:
                     parts.append(
-                        f"It is locked by a keypad that takes a {len(f['code'])}-digit code."
+                        f"It is locked by a keypad that takes a {len(f.code or '')}-digit code."
                     )
             else:
                 parts.append(f"It is open. {self._inside(fid)}")
         hidden = [i for i, (w, at) in self.location.items() if w == "hidden" and at == fid]
         for item in hidden:
             # Revealed items drop to the floor so they can be taken like any other.
-            self.location[item] = ("room", f["room"])
-            name = self.items[item]["name"]
+            self.location[item] = ("room", f.room)
+            name = self.items[item].name
             parts.append(
-                f"{f['hide'].capitalize()} you find {article(name)}! It is now on the floor."
+                f"{(f.hide or '').capitalize()} you find {article(name)}! It is now on the floor."
             )
-        if f.get("inscription"):
-            parts.append(f'Something is written on it: "{f["inscription"]}"')
+        if f.inscription:
+            parts.append(f'Something is written on it: "{f.inscription}"')
             self._learn(fid, f)
         else:
             self.examined.add(fid)
@@ -502,58 +498,51 @@ class EscapeRoom:
 
 
 # -- planning and verification ----------------------------------------------------------
-# A goal is one step of the hidden plan: {"do": take|read|inspect|unlock_door|unlock_key|
-# unlock_code|escape, ...ids}. Goals are monotone (once achieved they stay achieved), so
-# planning from whatever state the world is in — after any interleaved actions — works.
+# A goal is one step of the hidden plan (:data:`~.problem.Goal`: take, read, inspect,
+# unlock a door, a keyed or a keypad container, escape). Goals are monotone (once achieved
+# they stay achieved), so planning from whatever state the world is in — after any
+# interleaved actions — works.
 
 
-def achieved(sim: EscapeRoom, goal: Mapping[str, Any]) -> bool:
-    do = goal["do"]
-    if do == "take":
-        return sim.location[goal["item"]][0] == "inv"
-    if do == "read":
-        return goal["item"] in sim.examined
-    if do == "inspect":
-        return goal["fixture"] in sim.examined
-    if do == "unlock_door":
-        return not sim.door_locked[goal["door"]]
-    if do in ("unlock_key", "unlock_code"):
-        return not sim.fixture_locked[goal["fixture"]]
-    if do == "escape":
-        return sim.escaped
-    raise ValueError(f"unknown goal {do!r}")
+def achieved(sim: EscapeRoom, goal: Goal) -> bool:
+    if isinstance(goal, TakeGoal):
+        return sim.location[goal.item][0] == "inv"
+    if isinstance(goal, ReadGoal):
+        return goal.item in sim.examined
+    if isinstance(goal, InspectGoal):
+        return goal.fixture in sim.examined
+    if isinstance(goal, UnlockDoorGoal):
+        return not sim.door_locked[goal.door]
+    if isinstance(goal, UnlockKeyGoal | UnlockCodeGoal):
+        return not sim.fixture_locked[goal.fixture]
+    return sim.escaped
 
 
-def _action_for(sim: EscapeRoom, goal: Mapping[str, Any]) -> tuple[str | None, str, dict[str, Any]]:
+def _action_for(sim: EscapeRoom, goal: Goal) -> tuple[str | None, str, dict[str, str]]:
     """(room to act in or None for anywhere, tool, arguments) for an unachieved goal."""
-    do = goal["do"]
-    if do == "take":
-        item = goal["item"]
-        return sim.item_room(item), "take", {"item": sim.items[item]["name"]}
-    if do == "read":
-        item = goal["item"]
-        return sim.item_room(item), "read", {"item": sim.items[item]["name"]}
-    if do == "inspect":
-        f = sim.fixtures[goal["fixture"]]
-        return f["room"], "inspect", {"target": f["name"]}
-    if do == "unlock_door":
-        door = sim.doors[goal["door"]]
-        sides = [(r, d) for r, d in zip(door["rooms"], door["dirs"], strict=True)]
+    if isinstance(goal, TakeGoal):
+        return sim.item_room(goal.item), "take", {"item": sim.items[goal.item].name}
+    if isinstance(goal, ReadGoal):
+        return sim.item_room(goal.item), "read", {"item": sim.items[goal.item].name}
+    if isinstance(goal, InspectGoal):
+        f = sim.fixtures[goal.fixture]
+        return f.room, "inspect", {"target": f.name}
+    if isinstance(goal, UnlockDoorGoal):
+        door = sim.doors[goal.door]
+        sides = [(r, d) for r, d in zip(door.rooms, door.dirs, strict=True)]
         reachable = [(len(p), r, d) for r, d in sides if (p := sim.path(sim.room, r)) is not None]
         _, room, direction = min(reachable) if reachable else (0, sides[0][0], sides[0][1])
-        key = sim.items[goal["key"]]["name"]
+        key = sim.items[goal.key].name
         return room, "use", {"item": key, "target": f"{direction} door"}
-    f = sim.fixtures[goal["fixture"]]
-    if do == "unlock_key":
-        return f["room"], "use", {"item": sim.items[goal["key"]]["name"], "target": f["name"]}
-    if do == "unlock_code":
-        return f["room"], "enter_code", {"code": f["code"], "target": f["name"]}
-    return f["room"], "enter_code", {"code": sim.exit_code, "target": "exit door"}
+    f = sim.fixtures[goal.fixture]
+    if isinstance(goal, UnlockKeyGoal):
+        return f.room, "use", {"item": sim.items[goal.key].name, "target": f.name}
+    if isinstance(goal, UnlockCodeGoal):
+        return f.room, "enter_code", {"code": str(f.code), "target": f.name}
+    return f.room, "enter_code", {"code": sim.exit_code, "target": "exit door"}
 
 
-def plan_next(
-    sim: EscapeRoom, goals: Sequence[Mapping[str, Any]]
-) -> tuple[str, dict[str, Any]] | None:
+def plan_next(sim: EscapeRoom, goals: Sequence[Goal]) -> tuple[str, dict[str, str]] | None:
     """The next action towards the first unachieved goal, or None when all are done.
 
     Before walking anywhere it does what any observant player would do on the spot: pick up
@@ -563,11 +552,10 @@ def plan_next(
     for goal in goals:
         if achieved(sim, goal):
             continue
-        do = goal["do"]
-        on_the_spot = (do in ("take", "read") and goal["item"] in here) or (
-            do == "unlock_door"
-            and sim.location[goal["key"]][0] == "inv"
-            and sim.room in sim.doors[goal["door"]]["rooms"]
+        on_the_spot = (isinstance(goal, TakeGoal | ReadGoal) and goal.item in here) or (
+            isinstance(goal, UnlockDoorGoal)
+            and sim.location[goal.key][0] == "inv"
+            and sim.room in sim.doors[goal.door].rooms
         )
         if on_the_spot:
             return _action_for(sim, goal)[1:]
@@ -584,12 +572,10 @@ def plan_next(
     return None
 
 
-def solve(
-    spec: Mapping[str, Any], goals: Sequence[Mapping[str, Any]], limit: int = 1000
-) -> list[dict[str, Any]] | None:
+def solve(spec: WorldSpec, goals: Sequence[Goal], limit: int = 1000) -> list[Action] | None:
     """Run the planner from the start; the list of actions that escapes, or None."""
     sim = EscapeRoom(spec)
-    actions: list[dict[str, Any]] = []
+    actions: list[Action] = []
     while not sim.escaped and len(actions) < limit:
         nxt = plan_next(sim, goals)
         if nxt is None:
@@ -599,30 +585,30 @@ def solve(
             sim.apply(tool, args)
         except SimError:
             return None
-        actions.append({"tool": tool, "args": args})
+        actions.append(Action(tool=tool, args=args))
     return actions if sim.escaped else None
 
 
-def verify_solution(spec: Mapping[str, Any], solution: Sequence[Mapping[str, Any]]) -> str | None:
+def verify_solution(spec: WorldSpec, solution: Sequence[Action]) -> str | None:
     """Replay ``solution`` on a fresh world; None when it escapes honestly, else why not.
 
     Honestly means: every action succeeds, every code typed was revealed by a clue read
     before, and the escape happens on the last action.
     """
-    names = [normalize(x["name"]) for x in [*spec["items"], *spec["fixtures"]]]
+    names = [normalize(i.name) for i in spec.items] + [normalize(f.name) for f in spec.fixtures]
     if len(names) != len(set(names)):
         return "two objects share a name"
     sim = EscapeRoom(spec)
-    code_digits = {("digit", p + 1, d) for p, d in enumerate(spec["exit_code"])}
+    code_digits: set[Fact] = {("digit", p + 1, d) for p, d in enumerate(spec.exit_code)}
     for n, action in enumerate(solution, 1):
-        tool, args = action["tool"], action["args"]
+        tool, args = action.tool, action.args
         if sim.escaped:
             return f"escaped before action {n}"
         if tool == "enter_code":
             target = sim._match(
                 args["target"], sim._scope(inventory=False, visible=False, fixtures=True), ""
             )
-            if target is None or sim.fixtures[target]["kind"] == "exit":
+            if target is None or sim.fixtures[target].kind == "exit":
                 if not code_digits <= sim.known:
                     return f"action {n} types the exit code before all its digits were read"
             elif ("combo", target) not in sim.known:

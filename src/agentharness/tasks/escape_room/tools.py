@@ -9,6 +9,7 @@ from pydantic import BeforeValidator, Field
 
 from agentharness.core.instance import Instance
 from agentharness.core.tools import ToolResult, World, tool
+from agentharness.tasks.escape_room.problem import Hidden, Public
 from agentharness.tasks.escape_room.simulator import EscapeRoom, SimError
 
 Name = Annotated[str, Field(min_length=1, max_length=80)]
@@ -35,26 +36,41 @@ class EscapeRoomWorld(World):
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
-        self.sim = EscapeRoom(instance.hidden["world"])
-        self.max_actions: int = int(instance.public["max_actions"])
+        self.sim = EscapeRoom(instance.hidden_as(Hidden).world)
+        self.max_actions = instance.public_as(Public).max_actions
         self.actions = 0
 
     def _act(self, fn: Callable[[], str]) -> ToolResult:
+        """Run one action (every call counts, a failed one too) and report it."""
         self.actions += 1
         try:
             text, is_error = fn(), False
         except SimError as e:
             text, is_error = f"Error: {e}", True
+        data = self._state()
         if self.sim.escaped:
             self.final_answer = {"escaped": True, "actions": self.actions}
-            return ToolResult(text=text, done=True, end_reason="answered", metrics={"escaped": 1.0})
+            return ToolResult(
+                text=text, data=data, done=True, end_reason="answered", metrics={"escaped": 1.0}
+            )
         left = self.max_actions - self.actions
         if left <= 0:
             text += f"\n\nTime is up: you used all {self.max_actions} actions without escaping."
-            return ToolResult(text=text, is_error=is_error, done=True, end_reason="max_tool_calls")
+            return ToolResult(
+                text=text, data=data, is_error=is_error, done=True, end_reason="max_tool_calls"
+            )
         if left <= WARN_REMAINING:
             text += f"\n[{left} action(s) left]"
-        return ToolResult(text=text, is_error=is_error)
+        return ToolResult(text=text, data=data, is_error=is_error)
+
+    def _state(self) -> dict[str, Any]:
+        """Where the player stands after an action: the result as data (the text tells it)."""
+        return {
+            "room": self.sim.rooms[self.sim.room].name,
+            "escaped": self.sim.escaped,
+            "actions_used": self.actions,
+            "actions_left": max(0, self.max_actions - self.actions),
+        }
 
     @tool
     def look(self) -> ToolResult:
