@@ -490,3 +490,15 @@ def test_exploits_earn_at_most_0_2(difficulty: str) -> None:
         solved = sum(t >= TASK.solved_threshold for t in totals) / len(totals)
         assert mean <= 0.2 and solved <= 0.05, f"{name} on {difficulty}: {mean:.3f}, {solved:.2f}"
     assert max(once) == 0.0 and max(echo) == 0.0
+
+
+def test_submit_reports_the_energy_at_the_instances_sigma() -> None:
+    instances = (TASK.instance(s, "easy") for s in range(20))
+    inst = next(i for i in instances if i.public_as(Public).sigma != 1.0)
+    solution = inst.hidden_as(Hidden).solution
+    ep = episode_for(inst)
+    reply = step_call(ep, "submit_structure", {"coordinates": solution})
+    assert reply.outcome is not None and not reply.outcome.is_error
+    energy = reply.outcome.data["energy"]
+    assert energy == pytest.approx(inst.hidden_as(Hidden).global_minimum, abs=1e-3)
+    assert ep.reward().success
