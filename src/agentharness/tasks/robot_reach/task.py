@@ -28,4 +28,7 @@ TASK = TaskSpec(
     expert=RobotReachExpert,
     solved_threshold=0.85,
     tags=("robotics", "kinematics", "geometry", "feedback-rich"),
+    # Its joint angles come from an inverse-kinematics solve it runs privately (and, if that
+    # fails, the hidden solution): computed, not read off the conversation.
+    imitable=False,
 )

@@ -28,4 +28,8 @@ TASK = TaskSpec(
     expert=ThermalExpert,
     solved_threshold=0.9,
     tags=("text", "feedback-rich", "physics", "control"),
+    # Its probes are half-power steps, but the powers it then checks and submits come from a
+    # least-squares fit and a linear program over the simulations (and, if the fit fails, the
+    # hidden solution): computed, not read off the conversation.
+    imitable=False,
 )
