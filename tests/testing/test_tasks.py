@@ -15,6 +15,7 @@ def test_helpers_build_turns_and_play_episodes() -> None:
     reply = step_call(ep, "probe", {"guess": 0})
     assert reply.role == "tool" and reply.outcome is not None and reply.outcome.is_error
     inst = GUESS.instance(4, "easy")
+    assert episode(inst).instance is inst
     assert run_expert(inst).reward().success
     assert run_expert(inst, noise=0.5, seed=1).messages != run_expert(inst).messages
     assert run_agent(ExpertAgent(), inst).reward().success

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import copy
+import dataclasses
 import inspect
 import json
 import math
@@ -225,6 +226,9 @@ class World:
             except Exception as e:  # a tool bug or simulator failure is feedback, not a crash
                 return _error(f"{type(e).__name__}: {e}")
             result = _as_result(out)
+            if result.data is not None and not isinstance(out, dict | list):
+                # numpy scalars and arrays, models: plain JSON before they reach a log
+                result = dataclasses.replace(result, data=_jsonable(result.data))
             if spec.final and not result.is_error:
                 self.final_answer = {k: _jsonable(v) for k, v in args.items()}
                 if not result.done:

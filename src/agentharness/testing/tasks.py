@@ -30,8 +30,13 @@ def call(name: str, args: dict[str, Any] | str | None = None, call_id: str = "c1
     return assistant(tool_calls=[ToolCall.make(call_id, name, {} if args is None else args)])
 
 
-def episode(task: str, seed: int = 0, difficulty: str = "easy", **knobs: Any) -> Episode:
-    """A fresh episode of ``task`` (``name`` or ``name-vN``) on a generated instance."""
+def episode(
+    task: str | Instance, seed: int = 0, difficulty: str = "easy", **knobs: Any
+) -> Episode:
+    """A fresh episode on ``task``'s generated instance (``name`` or ``name-vN``), or on
+    the given instance."""
+    if isinstance(task, Instance):
+        return episode_for(task)
     return episode_for(get_task(task).instance(seed, difficulty, **knobs))
 
 
