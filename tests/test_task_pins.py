@@ -5,7 +5,7 @@ instance and the expert's reward, success and number of tool calls. A refactor m
 leave them as they are; a change to instances or rewards is a new version, which is
 pinned anew with::
 
-    python tests/test_task_pins.py --update
+    python tests/test_task_pins.py --update [TASK,TASK,...]
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def test_a_released_task_version_is_unchanged(name: str) -> None:
 
 if __name__ == "__main__" and "--update" in sys.argv:
     pins = _pinned()
-    for name in BUILTIN_TASKS:
+    after = sys.argv[sys.argv.index("--update") + 1 :]
+    for name in after[0].split(",") if after else BUILTIN_TASKS:
         spec = get_task(name)
         pins[spec.id] = pins_of(spec)
         print(spec.id, "pinned", flush=True)
