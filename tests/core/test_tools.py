@@ -137,3 +137,28 @@ def test_tool_named_like_world_attribute_is_rejected() -> None:
 
     with pytest.raises(TypeError, match="World attribute"):
         Bad.tool_specs()
+
+
+def test_a_tool_error_can_carry_data() -> None:
+    class Gate(World):
+        @tool
+        def knock(self) -> str:
+            """Knock."""
+            raise ToolError("no knocks left", data={"knocks_left": 0})
+
+    result = Gate(_instance()).execute("knock", {})
+    assert result.is_error and result.text == "Error: no knocks left"
+    assert result.data == {"knocks_left": 0}
+
+
+def test_a_copy_with_other_data_answers_from_that_data() -> None:
+    from pydantic import BaseModel, ValidationError
+
+    class Secret(BaseModel):
+        code: int
+
+    inst = Instance(task="t-v1", seed=0, difficulty="easy", config={}, public={}, hidden={"code": 7})
+    assert inst.hidden_as(Secret).code == 7
+    blind = inst.model_copy(update={"hidden": {}})
+    with pytest.raises(ValidationError):
+        blind.hidden_as(Secret)  # not the cached view of the real hidden data

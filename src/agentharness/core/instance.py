@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -41,6 +42,13 @@ class Instance(BaseModel):
 
     def __hash__(self) -> int:
         return hash((self.task, self.seed, self.difficulty))
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> Instance:
+        copied = super().model_copy(update=update, deep=deep)
+        copied._views = {}  # views of the old data must not answer for the new
+        return copied
 
     def public_as(self, model: type[M]) -> M:
         """``public`` read through the task's own pydantic model (validated once, cached)."""

@@ -36,7 +36,14 @@ _TOOL_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_p
 
 
 class ToolError(Exception):
-    """Raise from a tool to send a clear, fixable error message to the agent."""
+    """Raise from a tool to send a clear, fixable error message to the agent.
+
+    ``data`` (a JSON value) travels with it as the failed call's structured result.
+    """
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.data = data
 
 
 @dataclass(frozen=True)
@@ -222,7 +229,7 @@ class World:
             try:
                 out = getattr(self, spec.method_name)(**args)
             except ToolError as e:
-                return _error(str(e))
+                return _error(str(e), _jsonable(e.data) if e.data is not None else None)
             except Exception as e:  # a tool bug or simulator failure is feedback, not a crash
                 return _error(f"{type(e).__name__}: {e}")
             result = _as_result(out)
@@ -240,8 +247,8 @@ class World:
             return result
 
 
-def _error(text: str) -> ToolResult:
-    return ToolResult(text=f"Error: {text}", is_error=True)
+def _error(text: str, data: Any = None) -> ToolResult:
+    return ToolResult(text=f"Error: {text}", data=data, is_error=True)
 
 
 def _as_result(out: Any) -> ToolResult:
