@@ -80,3 +80,11 @@ def test_entry_point_plugins_register_tasks(tmp_path, monkeypatch) -> None:
     assert dataclasses.is_dataclass(get_task("plugin_guess"))
     del registry._REGISTRY["plugin_guess-v1"]
     sys.modules.pop("harness_plugin", None)
+
+
+def test_one_parser_of_task_ids() -> None:
+    from agentharness.core.registry import split_task_id
+
+    assert split_task_id("escape_room-v12") == ("escape_room", 12)
+    assert split_task_id(" thermal ") == ("thermal", None)
+    assert split_task_id("odd-vx") == ("odd-vx", None)

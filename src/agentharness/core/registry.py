@@ -36,7 +36,7 @@ BUILTIN_TASKS: tuple[str, ...] = (
 _REGISTRY: dict[str, TaskSpec[Any]] = {}
 _loaded = False
 
-_ID = re.compile(r"^(?P<name>[a-z][a-z0-9_]*)(?:-v(?P<version>\d+))?$")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 class UnknownTaskError(KeyError):
@@ -77,15 +77,23 @@ def all_tasks() -> list[TaskSpec[Any]]:
     return sorted(_REGISTRY.values(), key=lambda s: (s.name, s.version))
 
 
+def split_task_id(task_id: str) -> tuple[str, int | None]:
+    """The one parser of task ids: ``escape_room-v1`` -> ``("escape_room", 1)``, and a
+    bare ``escape_room`` -> ``("escape_room", None)`` (its latest version)."""
+    name, sep, version = task_id.strip().rpartition("-v")
+    if sep and version.isdigit():
+        return name, int(version)
+    return task_id.strip(), None
+
+
 def get_task(task_id: str) -> TaskSpec[Any]:
     """Look up ``name-vN``, or ``name`` for its latest version."""
     _load_all()
-    m = _ID.match(task_id.strip())
-    if m is None:
+    name, version = split_task_id(task_id)
+    if not _NAME.match(name):
         raise UnknownTaskError(
             f"'{task_id}' is not a task id (expected e.g. 'escape_room' or 'escape_room-v1')"
         )
-    name, version = m.group("name"), m.group("version")
     if version is not None:
         spec = _REGISTRY.get(f"{name}-v{version}")
         if spec is not None:

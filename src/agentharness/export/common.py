@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentharness.core.messages import ImagePart, Message, TextPart
+from agentharness.core.registry import split_task_id
 from agentharness.store.run import CorruptLineWarning, RunDir, RunDirError
 from agentharness.store.schema import EpisodeRecord
 
@@ -25,8 +26,7 @@ class ExportError(ValueError):
 
 def task_name(task_id: str) -> str:
     """``escape_room-v1`` -> ``escape_room``."""
-    name, sep, version = task_id.rpartition("-v")
-    return name if sep and version.isdigit() else task_id
+    return split_task_id(task_id)[0]
 
 
 def load_runs(

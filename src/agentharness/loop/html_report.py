@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentharness.loop.runs import task_versions
 from agentharness.store.run import EPISODES, CorruptLineWarning, RunDir, RunDirError
 from agentharness.store.schema import EpisodeRecord
 from agentharness.store.summary import summarize
@@ -156,12 +157,8 @@ def collect(path: Path) -> ReportData:
         if after is not None:
             previous_after = after
 
-    all_tasks = {r.task for run in runs for r in run.records}
-    by_name: dict[str, set[str]] = defaultdict(set)
-    for t in all_tasks:
-        base, sep, version = t.rpartition("-v")
-        by_name[base if sep and version.isdigit() else t].add(t)
-    for name, ids in sorted(by_name.items()):
+    versions = task_versions(r for run in runs for r in run.records)
+    for name, ids in versions.items():
         if len(ids) > 1:
             notes.append(
                 f"task {name} appears under several versions ({', '.join(sorted(ids))}); "

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentharness.core.registry import split_task_id
 from agentharness.store.run import CorruptLineWarning, RunDir, RunDirError
 from agentharness.store.schema import EpisodeRecord
 
@@ -96,8 +97,7 @@ def task_versions(records: Iterable[EpisodeRecord]) -> dict[str, list[str]]:
     """Task name -> the versioned ids seen for it (sorted)."""
     by_name: dict[str, set[str]] = defaultdict(set)
     for r in records:
-        name, _, _ = r.task.rpartition("-v")
-        by_name[name or r.task].add(r.task)
+        by_name[split_task_id(r.task)[0]].add(r.task)
     return {name: sorted(ids) for name, ids in sorted(by_name.items())}
 
 

@@ -137,7 +137,9 @@ class RunDir:
                 f"(the episodes are in {EPISODES}, which it does not hold)"
             ) from None
         if not isinstance(data, dict):
-            raise RunDirError(f"{p} holds {type(data).__name__}, not an object; repair or delete it")
+            raise RunDirError(
+                f"{p} holds {type(data).__name__}, not an object; repair or delete it"
+            )
         return data
 
     def check(self) -> None:
@@ -185,8 +187,12 @@ class RunDir:
         try:
             data = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
-            what = "not UTF-8" if isinstance(e, UnicodeDecodeError) else "corrupt or truncated"
-            warnings.warn(f"{where}: skipped a line that is {what}", CorruptLineWarning, stacklevel=4)
+            what = (
+                "line that is not UTF-8"
+                if isinstance(e, UnicodeDecodeError)
+                else ("corrupt or truncated line")
+            )
+            warnings.warn(f"{where}: skipped a {what}", CorruptLineWarning, stacklevel=4)
             return None
         version = data.get("schema_version") if isinstance(data, dict) else None
         if isinstance(version, int) and version > SCHEMA_VERSION:
