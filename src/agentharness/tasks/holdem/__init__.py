@@ -1,17 +1,29 @@
 """holdem: heads-up no-limit Texas hold'em against a bot, seen through table images.
 
-The agent plays a session of hands (stacks carry over, the button alternates) against a
-bot of a given style (passive, loose, tight or aggressive) on pokerkit's no-limit hold'em
-engine, which enforces the rules: legal actions, minimum raises, all-ins and showdowns.
-Each observation is a rendered table image (hole cards, board, pot, stacks, bets, button,
-the bot's last action and this hand's actions); the texts only say whose turn it is and
-the legal actions with their amounts. Tools: ``act(action, amount)`` and ``view_table()``.
-Every hand is dealt from its own seeded shuffle and the bot's randomness is seeded, so a
-session is a function of the seed and the agent's actions; the generator keeps a card
-sequence only when the equity-based reference policy wins at least 20 big blinds with it.
-Reward: a sigmoid of the net chips over the starting stack (all-in adjusted: a hand all-in
-before the river counts by its equity), re-computed by replaying the session, with a small
-part for legal actions and scaled by the share of hands played.
+The agent plays a session of hands against a bot of a given style (passive, loose, tight
+or aggressive) on pokerkit's no-limit hold'em engine, which enforces the rules: legal
+actions, minimum raises, all-ins and showdowns. Both players start every hand with the
+same stack (topped up between hands) and the button alternates. Each observation is a
+rendered table image (hole cards, board, pot, stacks, bets, button, the bot's last action
+and this hand's actions); the texts only say whose turn it is and the legal actions with
+their amounts. Tools: ``act(action, amount)`` and ``view_table()``.
+
+Every hand is dealt from its own seeded shuffle, one deal per seed (no deal is kept or
+dropped for how it plays), and the bot's randomness is seeded, so a session is a
+function of the seed and the agent's actions. The generator plays the same deals with
+the lazy baselines that never look at their cards (check/fold, check/call, all-in every
+time, call-or-all-in) and with the equity-based reference policy.
+
+Reward (v2), re-computed by replaying the session: the agent's net chips with the board
+cards' luck taken out (each board card counts by its average effect on the agent's share
+of the pot; a hand all-in before the river counts by its equity), minus the best lazy
+baseline's on the same deals, as a share of the reference's margin over that baseline
+(at least ``min_edge_bb`` big blinds), clipped to [0, 1] and scaled by the share of hands
+played. Breaking even, acting legally or playing without the cards earns 0.
+
+Modules: ``cards`` (evaluation, equity), ``bots`` (the bot), ``simulator`` (the pokerkit
+session), ``policies`` (reference, lazy and blind rules), ``blind`` (the text-only
+policy), and the four layers.
 """
 
 from agentharness.tasks.holdem.task import TASK

@@ -15,14 +15,9 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
 from agentharness.core.parsing import answered_calls
-from agentharness.tasks.holdem.simulator import (
-    AGENT,
-    IllegalAction,
-    Session,
-    SessionSpec,
-    equity,
-    reference_decision,
-)
+from agentharness.tasks.holdem.cards import equity
+from agentharness.tasks.holdem.policies import reference_decision
+from agentharness.tasks.holdem.simulator import AGENT, IllegalAction, Session, SessionSpec
 from agentharness.tasks.holdem.tools import act_arguments
 
 

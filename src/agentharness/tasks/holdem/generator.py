@@ -1,4 +1,4 @@
-"""Layer 1: seeded card sequences, verified winnable by the reference policy."""
+"""Layer 1: seeded deals, and what the baselines and the reference make on them."""
 
 from __future__ import annotations
 
@@ -8,17 +8,12 @@ from functools import lru_cache
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
 from agentharness.core.task import Problem
+from agentharness.tasks.holdem.bots import STYLES
+from agentharness.tasks.holdem.cards import shuffled_hand_cards
 from agentharness.tasks.holdem.config import HoldemConfig
-from agentharness.tasks.holdem.simulator import (
-    STYLES,
-    Session,
-    SessionSpec,
-    run_reference,
-    shuffled_hand_cards,
-)
+from agentharness.tasks.holdem.policies import baselines, run_reference
+from agentharness.tasks.holdem.simulator import Session, SessionSpec
 from agentharness.tasks.holdem.tools import call_limit, images_for, turn_text
-
-MAX_DRAWS = 80
 
 SYSTEM = (
     "You play heads-up no-limit Texas hold'em against a bot over a session of hands. The "
@@ -28,44 +23,31 @@ SYSTEM = (
 )
 
 
-class GenerationError(RuntimeError):
-    """No verified session could be drawn (should not happen for sane configs)."""
-
-
 class HoldemGenerator:
-    """Draws each hand's cards from a seeded shuffle and keeps a session only when the
-    equity-based reference policy, played through the simulator, wins at least
-    ``min_reference_win_bb`` big blinds (all-in adjusted) against the bot; its actions
-    are the stored solution. Redraws use independent seeded streams."""
+    """Deals every hand of a session from a seeded shuffle (one draw per seed: no deal is
+    kept or thrown away for how it plays), then plays the same deals against the same
+    bot with the lazy baselines and the reference policy. Their results are what the
+    reward measures the agent against; the reference's actions, replayed and verified,
+    are the stored solution."""
 
     def generate(self, config: HoldemConfig, seed: int) -> Problem:
         bb = config.big_blind
-        stack = config.stack_bb * bb
-        best: tuple[SessionSpec, Session, list[tuple[str, int | None]]] | None = None
-        for draw in range(MAX_DRAWS):
-            # An independent stream per draw keeps redraws deterministic.
-            rng = random.Random(f"holdem:{seed}:{draw}")
-            spec = SessionSpec(
-                n_hands=config.n_hands,
-                stack=stack,
-                small_blind=bb // 2,
-                big_blind=bb,
-                style=config.bot_style,
-                seed=rng.randrange(2**31),
-                decks=tuple(tuple(shuffled_hand_cards(rng)) for _ in range(config.n_hands)),
-                agent_button_first=rng.random() < 0.5,
-            )
-            session, actions = run_reference(spec)
-            won = session.expected_net
-            if won >= config.min_reference_win_bb * bb and _verified(spec, actions, won):
-                best = (spec, session, actions)
-                break
-        if best is None:
-            raise GenerationError(
-                f"no session in {MAX_DRAWS} draws lets the reference policy win "
-                f"{config.min_reference_win_bb} big blinds; lower min_reference_win_bb"
-            )
-        spec, session, actions = best
+        rng = random.Random(f"holdem-v2:{config.bot_style}:{config.n_hands}:{seed}")
+        spec = SessionSpec(
+            n_hands=config.n_hands,
+            stack=config.stack_bb * bb,
+            small_blind=bb // 2,
+            big_blind=bb,
+            style=config.bot_style,
+            seed=rng.randrange(2**31),
+            decks=tuple(tuple(shuffled_hand_cards(rng)) for _ in range(config.n_hands)),
+            agent_button_first=rng.random() < 0.5,
+        )
+        session, actions = run_reference(spec)
+        reference_net = session.adjusted_net
+        if not _verified(spec, actions, reference_net):  # pragma: no cover - a simulator bug
+            raise GenerationError(f"seed {seed}: the reference session does not replay")
+        lazy = baselines(spec)
         public = {
             "n_hands": config.n_hands,
             "bot_style": config.bot_style,
@@ -73,20 +55,25 @@ class HoldemGenerator:
             "big_blind": bb,
             "small_blind": bb // 2,
             "image_width": config.image_width,
-            "chip_scale": config.chip_scale,
+            "min_edge_bb": config.min_edge_bb,
             "max_tool_calls": call_limit(config.n_hands),
         }
         hidden = {
             "session": spec.to_dict(),
             "solution": [[a, n] for a, n in actions],
-            "solution_net": session.expected_net,
-            "solution_net_dealt": session.net,
-            "draws": draw + 1,
+            "reference_net": reference_net,
+            "reference_net_dealt": session.net,
+            "lazy_nets": lazy,
+            "lazy_best": max(lazy.values()),
         }
         return Problem(public=public, hidden=hidden)
 
     def prompt(self, instance: Instance) -> list[Message]:
         return list(_prompt(instance.model_dump_json()))
+
+
+class GenerationError(RuntimeError):
+    """The stored solution did not replay (a simulator bug)."""
 
 
 def _verified(spec: SessionSpec, actions: list[tuple[str, int | None]], net: float) -> bool:
@@ -96,7 +83,7 @@ def _verified(spec: SessionSpec, actions: list[tuple[str, int | None]], net: flo
         if session.over:
             return False
         session.act(action, amount)
-    return session.over and session.expected_net == net
+    return session.over and session.adjusted_net == net
 
 
 @lru_cache(maxsize=64)
@@ -117,10 +104,10 @@ def _prompt(instance_json: str) -> tuple[Message, ...]:
     text = (
         f"Session: {n} hands of heads-up no-limit hold'em against a {style.name} bot (it "
         f"{style.describe}; like every bot here it gets more careful when a call would risk "
-        f"much of its stack). Both players start with {pub['stack_bb']} big blinds; the button "
-        "alternates every hand. The button (marked D) posts the small blind and acts first "
-        "before the flop, last after it. Stacks carry over from hand to hand; the session "
-        "ends after the last hand or when a player has no chips left.\n\n"
+        f"much of its stack). Both players start every hand with {pub['stack_bb']} big "
+        "blinds (stacks are topped up between hands, so nobody busts); the button alternates "
+        "every hand. The button (marked D) posts the small blind and acts first before the "
+        "flop, last after it. The session ends after the last hand.\n\n"
         "Tools:\n"
         "- act(action, amount): your action: fold, check, call, bet, raise or all_in. For bet "
         "and raise, `amount` is the total you will have bet in this betting round (raise TO, "
@@ -132,12 +119,16 @@ def _prompt(instance_json: str) -> tuple[Message, ...]:
         "the bets, who has the button, the bot's last action, this hand's actions and the "
         "results of finished hands) is only in the images; the texts give whose turn it is "
         "and the legal actions with their amounts.\n\n"
-        f"Score: sigmoid({pub['chip_scale']:g} x net chips won / starting stack) for the "
-        "chips (0.5 for breaking even), with a small part for acting legally. A hand that is "
-        "all-in before the river counts by your equity at that moment (your share of the pot "
-        "on average over the remaining cards), not by the cards that fall. If the session "
-        "is not finished, the current hand counts as folded and the score is scaled by the "
-        "share of hands played. You have at most "
+        "Score: your net chips over the session, with the luck of the board cards taken "
+        "out (each card dealt to a pot counts by its average effect on your share of that "
+        "pot, so a hand all-in before the river counts by your equity), compared with what "
+        "players who never look at their cards make on the same deals against the same bot: "
+        "checking and folding, checking and calling, going all-in every time, or calling "
+        "bets and going all-in otherwise. Doing no better than the best of them scores 0; "
+        "beating it by as much as a strong reference player does on these deals (and by "
+        f"at least {pub['min_edge_bb']:g} big blinds) scores 1, with credit in proportion "
+        "in between. If the session is not finished, the current hand counts as folded "
+        "and the score is scaled by the share of hands played. You have at most "
         f"{pub['max_tool_calls']} tool calls.\n\n"
         f"{before}{turn_text(session)} {caption}"
     )

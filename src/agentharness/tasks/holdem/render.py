@@ -11,12 +11,12 @@ went to showdown.
 
 from __future__ import annotations
 
+import io
 from functools import lru_cache
 from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
-from agentharness.core.messages import png_bytes
 from agentharness.tasks.holdem.simulator import TableView
 
 Box = tuple[float, float, float, float]
@@ -168,7 +168,7 @@ def _seat(
         _text(draw, (bx, by), "D", int(16 * s), (20, 20, 20), "mm")
 
 
-def table_image(view: TableView, width: int = 900) -> Image.Image:
+def table_image(view: TableView, width: int = 720) -> Image.Image:
     """The table for ``view`` as a Pillow image (``width`` x 0.62 * ``width``)."""
     s = width / 900
     height = int(width * HEIGHT_RATIO)
@@ -307,13 +307,15 @@ def _banner(
 
 
 @lru_cache(maxsize=256)
-def table_png(view: TableView, width: int = 900) -> bytes:
+def table_png(view: TableView, width: int = 720) -> bytes:
     """The table image as PNG bytes (64-colour palette: a third of the size, faster).
 
     Cached: the prompt, the world and replays render the same tables again.
     """
     image = table_image(view, width).quantize(64, method=Image.Quantize.FASTOCTREE)
-    return png_bytes(image)
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", compress_level=1)  # fast; a palette image stays small
+    return buf.getvalue()
 
 
 def card_name(card: str) -> str:

@@ -1,25 +1,31 @@
-"""Layer 4: a sigmoid of the net chips, re-computed by replaying the session.
+"""Layer 4: the chips won beyond what card-blind play makes on the same deals.
 
 The reward never trusts the world's counters: it replays every successful ``act`` call of
 the trajectory on a fresh pokerkit session built from the hidden card stacks (the bot is
-seeded, so the replay is exact) and reads the agent's chips from it.
+seeded, so the replay is exact) and reads the agent's result from it.
 
-* ``chips`` (weight 0.85): ``sigmoid(k * net / starting stack)``; 0.5 for breaking even.
-  ``net`` is all-in adjusted: when a hand is all-in before the river, its result counts as
-  the agent's equity share of the pot at that moment instead of the runout's luck (the
-  usual way to score poker with less variance; the expectation is the same). In an
-  unfinished session the chips already in the current pot count as lost.
-* ``legality`` (weight 0.15): the share of ``act`` calls that were legal actions.
-* ``completion`` (gate): 1 when the session ended (all hands played or a player busted),
-  else the share of hands finished; the weighted mean above is multiplied by it, so a
-  player who stops early scores little.
+Poker results are mostly luck, so the result is compared duplicate-style, on exactly the
+same deals against exactly the same bot:
 
-``success`` means a finished session with more chips than at the start.
+* ``A`` — the agent's net chips with the board cards' luck taken out
+  (:attr:`Session.adjusted_net`: each board card counts by its average effect on the
+  agent's share of the pot; a hand all-in before the river counts by its equity). In
+  an unfinished session the current hand counts as folded.
+* ``L`` — the best of the lazy baselines that never look at their cards (check/fold,
+  check/call, all-in every time, call-or-all-in), played on the same deals by the
+  generator (``hidden["lazy_best"]``). Passive or blind play earns nothing.
+* ``R`` — what the reference policy makes on the same deals (``hidden["reference_net"]``).
+
+* ``edge`` (the score): ``clip((A - L) / max(R - L, G), 0, 1)`` with ``G`` =
+  ``min_edge_bb`` big blinds: 0 for doing no better than the best card-blind play, 1 for
+  beating it by the reference's margin (and by at least ``G``), in proportion between.
+* ``completion`` (gate): 1 when all hands were played, else the share of hands finished.
+
+Acting legally earns nothing by itself. ``success`` means a finished session that beats
+the best card-blind play by at least three quarters of that target.
 """
 
 from __future__ import annotations
-
-import math
 
 from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
@@ -28,13 +34,13 @@ from agentharness.core.tools import World
 from agentharness.tasks.holdem.simulator import IllegalAction, Session, SessionSpec
 from agentharness.tasks.holdem.tools import act_arguments
 
-CHIPS_WEIGHT = 0.85
-LEGALITY_WEIGHT = 0.15
+SUCCESS_SHARE = 0.75
 
 
-def chip_score(net: float, stack: int, k: float) -> float:
-    """The logistic score of ``net`` chips for a starting stack ``stack``."""
-    return 1.0 / (1.0 + math.exp(-k * net / stack))
+def edge_score(agent: float, lazy_best: float, reference: float, min_edge: float) -> float:
+    """The share of the target margin over the best lazy baseline, clipped to [0, 1]."""
+    target = max(reference - lazy_best, min_edge)
+    return min(1.0, max(0.0, (agent - lazy_best) / target))
 
 
 def replay(instance: Instance, trajectory: Trajectory) -> tuple[Session, int, int]:
@@ -61,42 +67,43 @@ def replay(instance: Instance, trajectory: Trajectory) -> tuple[Session, int, in
 
 
 def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
-    session, legal, illegal = replay(instance, trajectory)
+    session, _, illegal = replay(instance, trajectory)
     spec = session.spec
-    k = float(instance.public["chip_scale"])
-    net = session.expected_net
-    real = session.net
-    chips = chip_score(net, spec.stack, k)
-    attempts = legal + illegal
-    legality = legal / attempts if attempts else 0.0
+    bb = spec.big_blind
+    hidden = instance.hidden
+    lazy_best = float(hidden["lazy_best"])
+    reference = float(hidden["reference_net"])
+    min_edge = float(instance.public["min_edge_bb"]) * bb
+    target = max(reference - lazy_best, min_edge)
+    agent = session.adjusted_net
+    score = edge_score(agent, lazy_best, reference, min_edge)
     done = session.hands_finished
     completion = 1.0 if session.over else done / spec.n_hands
-    bb = spec.big_blind
     status = (
-        f"session over after {done} hands ({session.end_note})"
+        f"session over after {done} hands"
         if session.over
         else f"session unfinished: {done} of {spec.n_hands} hands played"
     )
+    best_name = max(hidden["lazy_nets"], key=lambda k: hidden["lazy_nets"][k])
     return Reward.from_components(
         [
             RewardComponent(
-                name="chips",
-                value=chips,
-                weight=CHIPS_WEIGHT,
+                name="edge",
+                value=score,
+                weight=1.0,
                 detail=(
-                    f"all-in adjusted net {net:+.1f} chips ({net / bb:+.1f} big blinds; "
-                    f"{real:+d} chips as dealt) on a stack of {spec.stack}"
+                    f"net {agent / bb:+.1f} big blinds with the board's luck taken out "
+                    f"({session.net / bb:+.1f} as dealt); best card-blind play ({best_name}) "
+                    f"{lazy_best / bb:+.1f}; target margin {target / bb:.1f} "
+                    f"(reference {reference / bb:+.1f})"
                 ),
-            ),
-            RewardComponent(
-                name="legality",
-                value=legality,
-                weight=LEGALITY_WEIGHT,
-                detail=f"{legal} legal of {attempts} act calls",
             ),
             RewardComponent(name="completion", value=completion, weight=0.0, detail=status),
         ],
-        success=session.over and net > 0,
-        explanation=f"{status}; net {net:+.1f} chips all-in adjusted; {illegal} illegal act calls",
+        success=session.over and agent - lazy_best >= SUCCESS_SHARE * target,
+        explanation=(
+            f"{status}; {(agent - lazy_best) / bb:+.1f} big blinds over the best card-blind "
+            f"play, {score:.0%} of the target margin; {illegal} illegal act calls"
+        ),
         gate=completion,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agentharness.core.task import TaskSpec
+from agentharness.tasks.holdem.blind import HoldemBlind
 from agentharness.tasks.holdem.config import DIFFICULTIES, HoldemConfig
 from agentharness.tasks.holdem.expert import HoldemExpert
 from agentharness.tasks.holdem.generator import HoldemGenerator
@@ -12,12 +13,13 @@ from agentharness.tasks.holdem.tools import HoldemWorld
 
 TASK = TaskSpec(
     name="holdem",
-    version=1,
+    version=2,
     modality="vision",
     description=(
         "Heads-up no-limit Texas hold'em against a bot of a given style over a session of "
-        "hands, on the pokerkit engine; the table is seen only as images. Reward: sigmoid "
-        "of the net chips relative to the starting stack."
+        "hands, on the pokerkit engine; the table is seen only as images. Reward: the "
+        "luck-adjusted chips won beyond the best card-blind play on the same deals, as a "
+        "share of the reference policy's margin."
     ),
     config_model=HoldemConfig,
     difficulties=DIFFICULTIES,
@@ -26,6 +28,7 @@ TASK = TaskSpec(
     interaction=HoldemInteraction(),
     reward=reward,
     expert=HoldemExpert,
-    solved_threshold=0.75,
+    solved_threshold=0.7,
+    blind_policy=HoldemBlind,
     tags=("vision", "game", "poker", "multi-turn", "stochastic"),
 )

@@ -42,14 +42,18 @@ def turn_text(session: Session) -> str:
 
 
 def images_for(session: Session, finished: list[HandRecord], width: int) -> tuple[list[bytes], str]:
-    """PNG images for hands that just ended plus the current table, and a caption."""
+    """PNG images of the showdowns that just happened plus the current table, and a caption.
+
+    A hand that ended with a fold gets no image of its own: the next table's last-action
+    line gives its result.
+    """
     images: list[bytes] = []
     notes: list[str] = []
     for h in finished:
-        if session.over and h is session.hand:
-            continue  # the final table below shows it
+        if (session.over and h is session.hand) or not h.showdown:
+            continue  # the final table below shows it, or a fold (the next table says it)
         images.append(render.table_png(session.hand_view(h), width))
-        notes.append(f"image {len(images)} shows how hand {h.number} ended")
+        notes.append(f"image {len(images)} shows the showdown of hand {h.number}")
     images.append(render.table_png(session.view(), width))
     if session.over:
         notes.append(f"image {len(images)} shows the final table and the session result")
