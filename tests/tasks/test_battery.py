@@ -10,15 +10,17 @@ from typing import Any
 import pytest
 
 from agentharness import make
-from agentharness.agents.scripted import ExpertAgent
+from agentharness.agents.scripted import ExpertAgent, NothingAgent, RandomAgent
 from agentharness.core.episode import Episode
+from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant, tool_message
-from agentharness.core.registry import get_task
+from agentharness.core.registry import episode_for, get_task
 from agentharness.core.task import TaskConfigError
 from agentharness.rollout.runner import run_one
 from agentharness.tasks.battery import simulator as sim
 from agentharness.tasks.battery.expert import BatteryExpert
-from agentharness.tasks.battery.reward import FREE_SIMULATIONS
+from agentharness.tasks.battery.generator import iso_temperature
+from agentharness.tasks.battery.reward import FREE_SIMULATIONS, WEIGHTS
 from agentharness.tasks.battery.tools import BatteryWorld, run_design
 
 SPEC = get_task("battery")
@@ -107,12 +109,58 @@ def test_generator_is_deterministic(difficulty: str) -> None:
 def test_hidden_solution_is_feasible(difficulty: str, seed: int) -> None:
     inst = SPEC.instance(seed, difficulty)
     sol = inst.hidden["solution"]
-    _, v = run_design(inst, sol["thickness_um"], sol["porosity"], sol["heat_transfer_coefficient"])
+    r, v = run_design(inst, sol["thickness_um"], sol["porosity"], sol["heat_transfer_coefficient"])
     assert v.feasible
-    margin_k = SPEC.config_of(inst).temperature_margin_k  # type: ignore[attr-defined]
-    assert v.energy_margin >= 0.0 and v.thermal_margin >= margin_k - 1e-6
+    frac = SPEC.config_of(inst).temperature_margin  # type: ignore[attr-defined]
+    rise = r.peak_temperature_c - inst.public["ambient_c"]
+    assert v.energy_margin >= 0.0 and v.thermal_margin >= frac * rise - 1e-6
+    assert v.thermal_margin <= frac * rise + 0.011  # the limit is rounded up to 0.01 K only
+    assert rise >= 4.0  # the temperature limit matters
     if difficulty == "hard":
         assert inst.public["choose_cooling"] and sol["heat_transfer_coefficient"] is not None
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "hard"])
+def test_feasible_band_is_a_thin_sliver_under_the_limit(difficulty: str) -> None:
+    """A few percent thinner misses the energy; a few percent thicker runs too hot."""
+    for seed in (0, 1):
+        inst = SPEC.instance(seed, difficulty)
+        sol = inst.hidden["solution"]
+        t, eps, h = sol["thickness_um"], sol["porosity"], sol["heat_transfer_coefficient"]
+        _, thin = run_design(inst, round(t * 0.97, 1), eps, h)
+        _, thick = run_design(inst, round(t * 1.03, 1), eps, h)
+        assert not thin.energy_ok and thin.thermal_ok
+        assert not thick.thermal_ok
+
+
+def test_hidden_design_is_about_the_best_at_its_temperature() -> None:
+    """At the limit, other porosities do not beat the target by more than a sliver."""
+    from agentharness.tasks.battery.generator import Conditions
+
+    inst = SPEC.instance(2, "medium")
+    pub = inst.public
+    cond = Conditions(pub["c_rate"], pub["ambient_c"], pub["heat_transfer_w_m2k"], None, 0.9)
+    limit, target = pub["peak_temperature_limit_c"], pub["specific_energy_target_wh_kg"]
+    best = []
+    for eps in (0.2, 0.26, 0.34, 0.42):
+        sol_t = inst.hidden["solution"]["thickness_um"]
+        pts = iso_temperature(cond, eps, limit - 0.05, sol_t * (1 - 0.3) / (1 - eps))
+        best += [p.specific_energy for p in pts if p.peak <= limit]
+    assert best and max(best) <= target * 1.004
+
+
+def test_difficulty_narrows_the_band() -> None:
+    fracs = [SPEC.make_config(d).temperature_margin for d in ("easy", "medium", "hard")]  # type: ignore[attr-defined]
+    assert fracs[0] > fracs[1] > fracs[2]
+    for seed in (0, 1):
+        bands = []
+        for d in ("easy", "medium", "hard"):
+            inst = SPEC.instance(seed, d)
+            peak = inst.hidden["solution_peak_temperature_c"]
+            bands.append(
+                (inst.public["peak_temperature_limit_c"] - peak) / (peak - inst.public["ambient_c"])
+            )
+        assert bands[0] > bands[1] > bands[2]
 
 
 def test_prompt_states_targets_and_answer_format() -> None:
@@ -125,7 +173,7 @@ def test_prompt_states_targets_and_answer_format() -> None:
 
 
 def test_knobs_override_and_are_validated() -> None:
-    inst = SPEC.instance(0, "easy", c_rates=(2.0,), energy_margin=0.1)
+    inst = SPEC.instance(0, "easy", c_rate=(2.0, 2.0), energy_margin=0.1)
     assert inst.public["c_rate"] == 2.0
     with pytest.raises(TaskConfigError):
         SPEC.instance(0, "easy", thickness_um=(10.0, 50.0))
@@ -192,13 +240,20 @@ def test_cooling_argument_rules() -> None:
     assert not ok.text.startswith("Error:")
 
     hard = _episode("hard", 0)
-    top = hard.instance.public["cooling_max_w_m2k"]
-    msg = _call(
-        hard,
-        "simulate_cell",
-        {"thickness_um": 60, "porosity": 0.4, "heat_transfer_coefficient": top + 10},
-    )
-    assert msg.text.startswith("Error:") and "outside the allowed range" in msg.text
+    offered = hard.instance.public["cooling_options_w_m2k"]
+    assert len(offered) == 3 and hard.instance.hidden["solution"]["heat_transfer_coefficient"] in [
+        hard.instance.public["heat_transfer_w_m2k"],
+        *offered,
+    ]
+    top = max(offered)
+    for off_menu in (top + 10, (offered[0] + offered[1]) / 2, 0.5, 200.0):
+        msg = _call(
+            hard,
+            "simulate_cell",
+            {"thickness_um": 60, "porosity": 0.4, "heat_transfer_coefficient": off_menu},
+        )
+        assert msg.text.startswith("Error:") and "not on offer" in msg.text
+        assert f"{top:g}" in msg.text  # the error lists what is on offer
     cooled = json.loads(
         _call(
             hard,
@@ -252,43 +307,74 @@ def test_nudges_carry_the_search_state() -> None:
 
 
 # ---- reward ------------------------------------------------------------------------------------
-def test_reward_full_partial_and_zero() -> None:
-    ep = _episode("medium", 1)
-    _call(ep, "submit_design", _solution_args(ep))
-    good = ep.reward()
-    assert ep.done and good.success and good.total >= SPEC.solved_threshold
+def _submit(inst: Instance, args: dict[str, Any], sims: int = 0) -> Any:
+    ep = episode_for(inst)
+    ep.world.simulations = sims  # type: ignore[attr-defined]
+    _call(ep, "submit_design", args)
+    if not ep.done:  # the submission was refused (e.g. cooling outside the allowed range)
+        ep.finish("no_answer")
+    return ep.reward()
 
-    ep = _episode("medium", 1)
-    _call(ep, "submit_design", {"thickness_um": 35, "porosity": 0.55})  # cool but lean
-    lean = ep.reward()
-    assert not lean.success
-    assert lean.component("peak_temperature") == 1.0
-    assert lean.component("feasible") == 0.0 and lean.component("efficiency") == 0.0
-    assert 0.0 < lean.total < good.total
 
+def test_reward_full_for_the_hidden_design() -> None:
+    inst = SPEC.instance(1, "medium")
+    good = _submit(inst, _solution_args(episode_for(inst)))
+    assert good.success and good.total == pytest.approx(1.0)
+    assert good.component("feasible") == 1.0 and good.component("progress") == 1.0
+
+
+def test_reward_zero_when_too_hot_even_with_the_energy_met() -> None:
+    inst = SPEC.instance(1, "medium")
+    sol = _solution_args(episode_for(inst))
+    for extra in (2.0, 4.0):  # thicker than the hidden design: more energy, too hot
+        r = _submit(inst, {**sol, "thickness_um": sol["thickness_um"] + extra})
+        _, v = run_design(inst, sol["thickness_um"] + extra, sol["porosity"], None)
+        assert v.energy_ok and not v.thermal_ok
+        assert r.total == 0.0 and not r.success and "too hot" in r.explanation
+
+
+def test_reward_nothing_for_a_cool_but_lean_design() -> None:
+    inst = SPEC.instance(1, "medium")
+    for t_um, eps in ((35, 0.55), (30, 0.15), (75.6, 0.335)):
+        _, v = run_design(inst, t_um, eps, None)
+        r = _submit(inst, {"thickness_um": t_um, "porosity": eps})
+        if v.thermal_ok:
+            short = -v.energy_margin / v.target_wh_kg
+            assert short > inst.public["progress_window"]  # far outside the window
+        assert r.total == 0.0 and not r.success
+
+
+def test_reward_progress_within_the_window_only() -> None:
+    """Slightly thinner than the hidden design: cool, a little short, partial credit."""
+    inst = SPEC.instance(1, "medium")
+    sol = _solution_args(episode_for(inst))
+    window = inst.public["progress_window"]
     totals = []
-    for extra in (10.0, 25.0):  # thicker than the hidden design: too hot, by more and more
-        ep = _episode("medium", 1)
-        sol = _solution_args(ep)
-        _call(ep, "submit_design", {**sol, "thickness_um": sol["thickness_um"] + extra})
-        hot = ep.reward()
-        assert not hot.success and hot.component("specific_energy") == 1.0
-        totals.append(hot.total)
-    assert totals[0] > totals[1] > 0.0  # a near miss scores above a far one
+    for frac in (0.99, 0.97):
+        t_um = round(sol["thickness_um"] * frac, 1)
+        _, v = run_design(inst, t_um, sol["porosity"], None)
+        r = _submit(inst, {**sol, "thickness_um": t_um})
+        short = -v.energy_margin / v.target_wh_kg
+        assert v.thermal_ok and not v.energy_ok and short < window
+        expected = max(0.0, 1.0 - short / window)
+        assert r.component("progress") == pytest.approx(expected)
+        assert r.component("efficiency") == 0.0 and not r.success
+        assert r.total == pytest.approx(WEIGHTS["progress"] * expected)
+        totals.append(r.total)
+    assert totals[0] > totals[1] > 0.0  # closer earns more, and never more than 0.25
+    assert max(totals) <= WEIGHTS["progress"]
+    assert episode_for(inst).reward().total == 0.0  # nothing submitted
 
-    assert _episode("medium", 1).reward().total == 0.0  # nothing submitted
 
-
-def test_efficiency_falls_with_many_simulations() -> None:
-    scores = []
-    for sims in (FREE_SIMULATIONS, 25):
-        ep = _episode("easy", 2)
-        ep.world.simulations = sims  # type: ignore[attr-defined]
-        _call(ep, "submit_design", _solution_args(ep))
-        scores.append(ep.reward())
-    assert scores[0].component("efficiency") == 1.0
-    assert scores[1].component("efficiency") < 0.5
-    assert scores[0].total > scores[1].total and scores[1].success
+def test_efficiency_falls_with_many_simulations_and_only_pays_a_solution() -> None:
+    inst = SPEC.instance(2, "easy")
+    sol = _solution_args(episode_for(inst))
+    few, many = _submit(inst, sol, FREE_SIMULATIONS), _submit(inst, sol, 25)
+    assert few.component("efficiency") == 1.0
+    assert many.component("efficiency") < 0.5
+    assert few.total > many.total and many.success
+    short = _submit(inst, {**sol, "thickness_um": round(sol["thickness_um"] * 0.99, 1)}, 0)
+    assert not short.success and short.component("efficiency") == 0.0
 
 
 def test_reward_re_simulates_rather_than_trusting_the_record() -> None:
@@ -331,3 +417,89 @@ def test_expert_ignores_foreign_failures_and_takes_foreign_successes() -> None:
     msgs = [*ep.messages, assistant(tool_calls=[ToolCall.make("x", "simulate_cell", "{}")])]
     msgs.append(tool_message("x", "simulate_cell", "Error: bad"))
     assert expert.next_turn(msgs).tool_calls
+
+
+# ---- reward integrity (issue 10): what lazy answers earn over 30 seeds ----------------------------
+# battery-v1 paid one fixed design 0.55 on medium (14 of 36 seeds solved) and the reference
+# cell 0.31/0.25/0.08. v2 must keep every answer that ignores the instance at or below 0.2
+# mean reward and 5 % success on every difficulty.
+N_SEEDS = 30
+LAZY_MEAN, LAZY_SUCCESS = 0.2, 0.05
+FIXED_DESIGNS: list[dict[str, Any]] = [
+    {"thickness_um": 75.6, "porosity": 0.335},  # the reference cell printed in the prompt
+    {"thickness_um": 30.0, "porosity": 0.15},  # schema minimum
+    {"thickness_um": 150.0, "porosity": 0.6},  # schema maximum
+    {"thickness_um": 90.0, "porosity": 0.375},  # schema midpoint
+    # The best fixed designs a grid search found over v2 instances (in-sample).
+    {"thickness_um": 47.5, "porosity": 0.26},
+    {"thickness_um": 67.0, "porosity": 0.26},
+]
+# On hard the best fixed designs also come with a fixed cooling choice (the strongest on offer).
+
+
+@pytest.fixture(scope="module")
+def instances() -> Any:
+    made: dict[str, list[Instance]] = {}
+
+    def get(difficulty: str) -> list[Instance]:
+        if difficulty not in made:
+            made[difficulty] = [SPEC.instance(s, difficulty) for s in range(N_SEEDS)]
+        return made[difficulty]
+
+    return get
+
+
+def _with_cooling(inst: Instance, args: dict[str, Any]) -> dict[str, Any]:
+    """``args``, with ``cooling: strongest`` replaced by the strongest system on offer."""
+    if args.get("cooling") != "strongest":
+        return args
+    rest = {k: v for k, v in args.items() if k != "cooling"}
+    return {**rest, "heat_transfer_coefficient": max(inst.public["cooling_options_w_m2k"])}
+
+
+def _lazy(insts: list[Instance], args: dict[str, Any]) -> tuple[float, float]:
+    """Mean reward and success rate of submitting ``args`` at once on every instance."""
+    rewards = [_submit(inst, _with_cooling(inst, args)) for inst in insts]
+    return (
+        sum(r.total for r in rewards) / len(rewards),
+        sum(r.success for r in rewards) / len(rewards),
+    )
+
+
+def _designs(difficulty: str) -> list[dict[str, Any]]:
+    if difficulty != "hard":
+        return FIXED_DESIGNS
+    return FIXED_DESIGNS[:4] + [{**d, "cooling": "strongest"} for d in FIXED_DESIGNS[3:]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_no_fixed_design_earns_reward(difficulty: str, instances: Any) -> None:
+    insts = instances(difficulty)
+    for args in _designs(difficulty):
+        mean, success = _lazy(insts, args)
+        assert mean <= LAZY_MEAN and success <= LAZY_SUCCESS, (difficulty, args, mean, success)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_best_constant_answer_fitted_on_other_seeds(difficulty: str, instances: Any) -> None:
+    """The best of other seeds' solutions, chosen on those seeds, fails on fresh ones."""
+    train = [SPEC.instance(s, difficulty) for s in range(1000, 1006)]
+    candidates = [_solution_args(episode_for(inst)) for inst in train]
+    best = max(candidates, key=lambda a: _lazy(train, a)[0])
+    mean, success = _lazy(instances(difficulty), best)
+    assert mean <= LAZY_MEAN and success <= LAZY_SUCCESS, (difficulty, best, mean, success)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_random_and_do_nothing_agents_earn_little(difficulty: str, instances: Any) -> None:
+    for agent in (RandomAgent(), NothingAgent()):
+        rewards = [
+            asyncio.run(run_one(inst, agent.policy(inst)))[0].reward()
+            for inst in instances(difficulty)
+        ]
+        mean = sum(r.total for r in rewards) / len(rewards)
+        success = sum(r.success for r in rewards) / len(rewards)
+        assert mean <= LAZY_MEAN and success <= LAZY_SUCCESS, (agent.name, difficulty, mean)

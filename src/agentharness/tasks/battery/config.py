@@ -10,54 +10,75 @@ from agentharness.tasks.battery.simulator import (
     AMBIENT_RANGE_C,
     C_RATE_RANGE,
     H_RANGE,
-    POROSITY_RANGE,
     THICKNESS_RANGE_UM,
 )
 
 
 class BatteryConfig(BaseModel):
-    """Generator knobs. Each field can be overridden with ``make(..., knob=value)``."""
+    """Generator knobs. Each field can be overridden with ``make(..., knob=value)``.
+
+    An instance draws its operating conditions (C-rate, ambient temperature, natural
+    convection) from the ranges below, then how hard the cell is pushed (the thickness of
+    a seed electrode at porosity 0.3, whose peak temperature sets the thermal budget). The
+    generator then finds, with the simulator, the porosity that stores the most energy per
+    kilogram at that peak temperature: that design is the hidden solution, its specific
+    energy is the target and the limit sits a ``temperature_margin`` fraction of its
+    temperature rise above its peak. So
+    the feasible designs form a thin sliver just under the limit along the best porosities,
+    and it moves with every draw.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    c_rates: tuple[float, ...] = Field(
-        (1.0,), min_length=1, max_length=8, description="discharge C-rates an instance draws from"
+    c_rate: tuple[float, float] = Field(
+        (0.6, 2.0), description="range the discharge C-rate is drawn from (rounded to 0.05)"
     )
     ambient_c: tuple[float, float] = Field(
-        (20.0, 30.0), description="range the ambient temperature (°C) is drawn from"
+        (10.0, 40.0), description="range the ambient temperature (°C) is drawn from"
     )
     heat_transfer: tuple[float, float] = Field(
-        (8.0, 15.0),
+        (5.0, 20.0),
         description="range the (natural-convection) heat-transfer coefficient h (W/m²K) is "
         "drawn from",
     )
     thickness_um: tuple[float, float] = Field(
-        (50.0, 100.0),
-        description="range the hidden design's positive-electrode thickness is drawn from",
-    )
-    porosity: tuple[float, float] = Field(
-        (0.28, 0.45),
-        description="range the hidden design's positive-electrode porosity is drawn from",
+        (35.0, 115.0),
+        description="range the seed electrode's thickness (at porosity 0.3) is drawn from; "
+        "capped per instance below the C-rate's transport limit. Its peak temperature is the "
+        "hidden design's. Drawn log-uniformly.",
     )
     choose_cooling: bool = Field(
         False,
-        description="the agent also chooses the heat-transfer coefficient (forced cooling, which "
-        "adds mass above the natural-convection baseline)",
+        description="the agent also picks forced cooling among cooling_options (it raises the "
+        "heat-transfer coefficient and adds mass above the natural-convection baseline)",
     )
-    cooling_max: float = Field(
-        80.0, ge=5.0, le=200.0, description="largest heat-transfer coefficient the agent may choose"
+    cooling_options: tuple[float, ...] = Field(
+        (10.0, 25.0, 45.0),
+        min_length=1,
+        max_length=6,
+        description="with choose_cooling: the forced-cooling systems on offer, as W/m²K each adds "
+        "to natural convection; the agent fits one of them or none",
+    )
+    temperature_margin: float = Field(
+        0.015,
+        ge=0.002,
+        le=0.5,
+        description="the peak-temperature limit sits this fraction of the hidden design's "
+        "temperature rise (peak minus ambient) above its peak: the width of the feasible band",
     )
     energy_margin: float = Field(
-        0.06,
+        0.0,
         ge=0.0,
-        le=0.3,
-        description="the specific-energy target sits this fraction below the hidden design's value",
+        le=0.2,
+        description="the specific-energy target sits this fraction below the hidden design's "
+        "value (0: the target is the hidden design's own specific energy)",
     )
-    temperature_margin_k: float = Field(
-        4.0,
-        ge=0.2,
-        le=30.0,
-        description="the peak-temperature limit sits this far above the hidden design's peak",
+    progress_window: float = Field(
+        0.03,
+        ge=0.005,
+        le=0.5,
+        description="partial credit: a design within the limit earns progress credit only when "
+        "its specific energy is within this fraction below the target",
     )
     min_utilization: float = Field(
         0.9,
@@ -79,54 +100,44 @@ class BatteryConfig(BaseModel):
                     f"{bounds[0]:g} <= lo <= hi <= {bounds[1]:g}"
                 )
 
+        inside("c_rate", self.c_rate, C_RATE_RANGE)
         inside("ambient_c", self.ambient_c, AMBIENT_RANGE_C)
         inside("heat_transfer", self.heat_transfer, H_RANGE)
         inside("thickness_um", self.thickness_um, THICKNESS_RANGE_UM)
-        inside("porosity", self.porosity, POROSITY_RANGE)
-        for c in self.c_rates:
-            if not C_RATE_RANGE[0] <= c <= C_RATE_RANGE[1]:
+        for extra in self.cooling_options:
+            if not 1.0 <= extra <= H_RANGE[1] - self.heat_transfer[1]:
                 raise ValueError(
-                    f"every C-rate must be in [{C_RATE_RANGE[0]:g}, {C_RATE_RANGE[1]:g}]"
+                    "every cooling option must add between 1 W/m²K and what keeps the total "
+                    f"within {H_RANGE[1]:g} W/m²K"
                 )
-        if self.choose_cooling and self.cooling_max < self.heat_transfer[1] + 5.0:
-            raise ValueError("cooling_max must exceed the largest natural h by at least 5 W/m²K")
         return self
 
 
 DIFFICULTIES: dict[str, dict[str, Any]] = {
-    # 1C, mild conditions, thickness and porosity only, generous margins.
+    # Thickness and porosity only; the widest band under the limit.
     "easy": {
-        "c_rates": (1.0,),
-        "ambient_c": (20.0, 30.0),
-        "heat_transfer": (8.0, 15.0),
-        "thickness_um": (50.0, 100.0),
-        "porosity": (0.28, 0.45),
+        "c_rate": (0.6, 2.0),
+        "temperature_margin": 0.015,
+        "progress_window": 0.03,
         "choose_cooling": False,
-        "energy_margin": 0.05,
-        "temperature_margin_k": 3.0,
+        "max_simulations": 30,
     },
-    # Faster discharges, wider climate and cooling conditions, tighter margins.
+    # A band about half as wide: the limit must be hugged more closely.
     "medium": {
-        "c_rates": (1.0, 1.5, 2.0),
-        "ambient_c": (15.0, 35.0),
-        "heat_transfer": (6.0, 20.0),
-        "thickness_um": (50.0, 110.0),
-        "porosity": (0.28, 0.48),
+        "c_rate": (0.6, 2.2),
+        "temperature_margin": 0.01,
+        "progress_window": 0.025,
         "choose_cooling": False,
-        "energy_margin": 0.03,
-        "temperature_margin_k": 2.5,
+        "max_simulations": 30,
     },
-    # High rates under natural convection that cannot hold the limit for the hidden
-    # electrode: the agent also sizes forced cooling, which costs cell mass. Tight margins.
+    # Faster discharges; the agent also picks a forced-cooling system (or none), which
+    # costs mass, and the band is narrower still.
     "hard": {
-        "c_rates": (1.5, 2.0, 2.5),
-        "ambient_c": (20.0, 40.0),
-        "heat_transfer": (5.0, 12.0),
-        "thickness_um": (50.0, 110.0),
-        "porosity": (0.3, 0.5),
+        "c_rate": (1.0, 2.5),
+        "temperature_margin": 0.007,
+        "progress_window": 0.02,
         "choose_cooling": True,
-        "cooling_max": 80.0,
-        "energy_margin": 0.02,
-        "temperature_margin_k": 1.5,
+        "cooling_options": (10.0, 25.0, 45.0),
+        "max_simulations": 30,
     },
 }

@@ -7,23 +7,24 @@ from typing import Any
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
-from agentharness.tasks.battery.simulator import END_DEPLETION, THICKNESS_RANGE_UM
+from agentharness.tasks.battery.simulator import END_DEPLETION, REF_THICKNESS_UM, THICKNESS_RANGE_UM
 
 ID_PREFIX = "battery_expert_"
-MAX_PROBES = 6
+MAX_PROBES = 14
 # Delivered/nominal capacity below this means the design is transport-limited.
 TRANSPORT_LIMITED = 0.85
 
 
 class BatteryExpert:
-    """Knows the hidden design's porosity (and cooling) and searches the thickness.
+    """Knows the hidden design's porosity (and cooling) and bisects the thickness.
 
     Every turn is derived from the conversation so far, so interleaved foreign tool
-    calls do no harm: any feasible simulation in the history is submitted at once;
-    otherwise the expert bisects the thickness at the hidden porosity, moving thinner
-    when the cell runs too hot or is transport-limited and thicker when the specific
-    energy is short. After ``MAX_PROBES`` probes it submits the hidden design, which the
-    generator verified.
+    calls do no harm: any feasible simulation in the history is submitted at once.
+    Otherwise the expert bisects the thickness at the hidden porosity, starting from the
+    reference cell's thickness: a probe that runs too hot or is transport-limited bounds
+    it from above, one that is cool but short of energy from below. The feasible band
+    lies between, just under the temperature limit. After ``MAX_PROBES`` probes it
+    submits the hidden design, which the generator verified.
     """
 
     def __init__(self, instance: Instance) -> None:
@@ -61,25 +62,42 @@ class BatteryExpert:
 
         porosity = float(self.solution["porosity"])
         h = self.solution.get("heat_transfer_coefficient")
-        lo, hi = THICKNESS_RANGE_UM
         own = [rep for call_id, rep in reports if call_id.startswith(ID_PREFIX)]
+        if len(own) >= MAX_PROBES:
+            return self._call(
+                "submit_design", self._args(float(self.solution["thickness_um"]), porosity, h)
+            )
+        thickness = self._next_thickness(own)
+        if thickness is None:
+            return self._call(
+                "submit_design", self._args(float(self.solution["thickness_um"]), porosity, h)
+            )
+        return self._call("simulate_cell", self._args(thickness, porosity, h))
+
+    def _next_thickness(self, own: list[dict[str, Any]]) -> float | None:
+        """The next probe: the midpoint of the bracket the own probes leave.
+
+        Only visible numbers go in: the first probe is the reference cell's thickness,
+        then each probe is the midpoint of two visible thicknesses (the range's ends or
+        earlier probes), unrounded, so a model imitating the expert can do it in its head.
+        """
+        if not own:
+            return REF_THICKNESS_UM
+        lo, hi = THICKNESS_RANGE_UM
         for rep in own:
-            thickness = float(rep["design"]["thickness_um"])
+            t = float(rep["design"]["thickness_um"])
             res = rep["results"]
-            too_hot = not rep["constraints"]["peak_temperature"]["satisfied"]
             limited = (
                 res["end_of_discharge"] == END_DEPLETION or res["utilization"] < TRANSPORT_LIMITED
             )
-            if too_hot or limited:
-                hi = min(hi, thickness)
+            too_hot = not rep["constraints"]["peak_temperature"]["satisfied"]
+            if limited or too_hot:
+                hi = min(hi, t)
             else:  # cool enough and not transport-limited, so the energy must be short
-                lo = max(lo, thickness)
-        if len(own) >= MAX_PROBES or hi - lo < 0.5:
-            return self._call(
-                "submit_design",
-                self._args(float(self.solution["thickness_um"]), porosity, h),
-            )
-        return self._call("simulate_cell", self._args(round((lo + hi) / 2, 1), porosity, h))
+                lo = max(lo, t)
+        if hi - lo < 0.1:
+            return None
+        return (lo + hi) / 2
 
 
 def _simulation_reports(messages: list[Message]) -> list[tuple[str, dict[str, Any]]]:

@@ -1,4 +1,16 @@
-"""Layer 4: re-simulate the submitted design and grade both constraints and efficiency."""
+"""Layer 4: re-simulate the submitted design; pay for solving, not for playing safe.
+
+The reward is gated on the temperature limit: a design hotter than the limit scores 0
+(a cell that overheats is not a partial answer). Within the limit:
+
+* ``feasible`` (0.65): the specific energy also meets the target;
+* ``progress`` (0.25): how close the specific energy comes to the target, counted only
+  within the instance's ``progress_window`` below it (0 at the window's edge and beyond,
+  1 at the target). The target sits at the best specific energy reachable under the
+  limit, so being cool is worth nothing on its own: a thin, cool electrode falls far
+  outside the window;
+* ``efficiency`` (0.1): few simulations, paid only for a feasible design.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +18,31 @@ from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
 from agentharness.core.tools import ToolError, World
+from agentharness.tasks.battery.simulator import Verdict
 from agentharness.tasks.battery.tools import run_design
 
-# A violated constraint keeps at most this much of its component, falling to 0 at the
-# shortfall scale below: close misses rank above wild ones.
-PARTIAL_CAP = 0.6
-ENERGY_SHORTFALL_SCALE = 0.15  # fraction of the target
-THERMAL_EXCESS_SCALE_K = 10.0
+WEIGHTS = {"feasible": 0.65, "progress": 0.25, "efficiency": 0.1}
 # Simulations up to this many are free; efficiency then falls to 0 at the budget.
-FREE_SIMULATIONS = 6
+FREE_SIMULATIONS = 10
+DEFAULT_PROGRESS_WINDOW = 0.03
+
+
+def progress(v: Verdict, window: float) -> float:
+    """1 at or above the target, falling linearly to 0 at ``window`` (a fraction) below it."""
+    if v.energy_ok:
+        return 1.0
+    short = -v.energy_margin / max(v.target_wh_kg, 1e-9)
+    return max(0.0, 1.0 - short / window)
+
+
+def efficiency(sims: int, budget: int) -> float:
+    if sims <= FREE_SIMULATIONS:
+        return 1.0
+    return max(0.0, 1.0 - (sims - FREE_SIMULATIONS) / max(1, budget - FREE_SIMULATIONS))
 
 
 def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
-    """Energy (0.2), temperature (0.2), both (0.5), efficiency (0.1, only when feasible)."""
+    """Zero above the temperature limit; else feasible 0.65 + progress 0.25 + efficiency 0.1."""
     answer = world.final_answer
     if answer is None:
         return Reward.zero("no design was submitted")
@@ -34,45 +58,29 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
     except (ToolError, KeyError, TypeError, ValueError) as e:
         return Reward.zero(f"the submitted design could not be re-simulated: {e}")
 
-    if v.energy_ok:
-        energy = 1.0
-    else:
-        short = -v.energy_margin / v.target_wh_kg
-        energy = PARTIAL_CAP * max(0.0, 1.0 - short / ENERGY_SHORTFALL_SCALE)
-    if v.thermal_ok:
-        thermal = 1.0
-    else:
-        thermal = PARTIAL_CAP * max(0.0, 1.0 - (-v.thermal_margin) / THERMAL_EXCESS_SCALE_K)
-
+    window = float(instance.public.get("progress_window", DEFAULT_PROGRESS_WINDOW))
     sims = int(getattr(world, "simulations", 0))
     budget = int(instance.public["max_simulations"])
-    if not v.feasible:
-        efficiency = 0.0
-    elif sims <= FREE_SIMULATIONS:
-        efficiency = 1.0
-    else:
-        efficiency = max(0.0, 1.0 - (sims - FREE_SIMULATIONS) / max(1, budget - FREE_SIMULATIONS))
-
+    prog = progress(v, window)
+    eff = efficiency(sims, budget) if v.feasible else 0.0
     components = [
         RewardComponent(
-            name="specific_energy",
-            value=energy,
-            weight=0.2,
-            detail=f"{v.specific_energy_wh_kg:.2f} Wh/kg vs target >= {v.target_wh_kg:g}",
+            name="feasible",
+            value=float(v.feasible),
+            weight=WEIGHTS["feasible"],
+            detail="both constraints hold",
         ),
         RewardComponent(
-            name="peak_temperature",
-            value=thermal,
-            weight=0.2,
-            detail=f"{v.peak_temperature_c:.2f} °C vs limit <= {v.limit_c:g}",
-        ),
-        RewardComponent(
-            name="feasible", value=float(v.feasible), weight=0.5, detail="both constraints hold"
+            name="progress",
+            value=prog,
+            weight=WEIGHTS["progress"],
+            detail=f"{v.specific_energy_wh_kg:.2f} Wh/kg vs target >= {v.target_wh_kg:g} "
+            f"(credit only within {100 * window:g} % below it)",
         ),
         RewardComponent(
             name="efficiency",
-            value=efficiency,
-            weight=0.1,
+            value=eff,
+            weight=WEIGHTS["efficiency"],
             detail=f"{sims} simulations ({FREE_SIMULATIONS} free, counted only when feasible)",
         ),
     ]
@@ -80,7 +88,12 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
     explanation = (
         f"design {d.thickness_um:g} um / porosity {d.porosity:g} / h {d.heat_transfer:g} W/m²K: "
         f"{v.specific_energy_wh_kg:.1f} Wh/kg ({'ok' if v.energy_ok else 'short'}), peak "
-        f"{v.peak_temperature_c:.2f} °C ({'ok' if v.thermal_ok else 'too hot'}), "
+        f"{v.peak_temperature_c:.2f} °C ({'ok' if v.thermal_ok else 'too hot: score 0'}), "
         f"{sims} simulations"
     )
-    return Reward.from_components(components, success=v.feasible, explanation=explanation)
+    return Reward.from_components(
+        components,
+        success=v.feasible,
+        explanation=explanation,
+        gate=1.0 if v.thermal_ok else 0.0,
+    )

@@ -12,7 +12,7 @@ from agentharness.tasks.battery.tools import BatteryWorld
 
 TASK = TaskSpec(
     name="battery",
-    version=1,
+    version=2,
     modality="text",
     description=(
         "Design a lithium-ion cell: choose the positive-electrode thickness and porosity (and, "

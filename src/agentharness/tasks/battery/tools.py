@@ -44,12 +44,13 @@ def make_design(
     natural = float(pub["heat_transfer_w_m2k"])
     baseline: float | None = None
     if pub["choose_cooling"]:
-        hi = float(pub["cooling_max_w_m2k"])
+        allowed = [natural, *(float(x) for x in pub["cooling_options_w_m2k"])]
         h = natural if heat_transfer is None else float(heat_transfer)
-        if not natural <= h <= hi:
+        if not any(abs(h - a) < 1e-6 for a in allowed):
             raise ToolError(
-                f"heat_transfer_coefficient={h:g} is outside the allowed range [{natural:g}, "
-                f"{hi:g}] W/m²K (natural convection up to the strongest forced cooling)."
+                f"heat_transfer_coefficient={h:g} is not on offer: pass one of "
+                f"{', '.join(f'{a:g}' for a in allowed[1:])} W/m²K (a forced-cooling system), "
+                f"or omit it (or pass {natural:g}) for natural convection."
             )
         baseline = natural
     else:
@@ -130,11 +131,7 @@ def feedback(instance: Instance, r: CellResult, v: Verdict) -> str:
             f"Peak temperature {v.peak_temperature_c:.2f} °C EXCEEDS the limit {v.limit_c:g} °C "
             f"by {over:.2f} K. A thinner and/or more porous electrode generates less heat"
         )
-        msg += (
-            "; stronger forced cooling (higher heat_transfer_coefficient, costs mass) removes more."
-            if cooling
-            else "."
-        )
+        msg += "; a stronger forced-cooling system (costs mass) removes more." if cooling else "."
         parts.append(msg)
     parts.append("FEASIBLE: both constraints hold." if v.feasible else "NOT feasible yet.")
     return " ".join(parts)
@@ -216,9 +213,9 @@ class BatteryWorld(World):
         Args:
             thickness_um: positive-electrode thickness in micrometres (30 to 150).
             porosity: positive-electrode porosity, the electrolyte volume fraction (0.15 to 0.6).
-            heat_transfer_coefficient: only when the problem lets you choose cooling: total
-                heat-transfer coefficient in W/m²K within the stated range (omit it for natural
-                convection). Omit it when cooling is fixed.
+            heat_transfer_coefficient: only when the problem offers forced cooling: the total
+                heat-transfer coefficient in W/m²K of one of the cooling systems on offer (omit it
+                for natural convection). Omit it when cooling is fixed.
         """
         budget = int(self.instance.public["max_simulations"])
         if self.simulations >= budget:
@@ -251,9 +248,9 @@ class BatteryWorld(World):
         Args:
             thickness_um: positive-electrode thickness in micrometres (30 to 150).
             porosity: positive-electrode porosity (0.15 to 0.6).
-            heat_transfer_coefficient: only when the problem lets you choose cooling: total
-                heat-transfer coefficient in W/m²K (omit it for natural convection or when
-                cooling is fixed).
+            heat_transfer_coefficient: only when the problem offers forced cooling: the total
+                heat-transfer coefficient in W/m²K of the chosen cooling system (omit it for
+                natural convection or when cooling is fixed).
         """
         result, verdict = run_design(
             self.instance, thickness_um, porosity, heat_transfer_coefficient
