@@ -18,8 +18,10 @@ from agentharness.core.messages import assistant
 from agentharness.core.registry import episode_for
 from agentharness.core.reward import Reward
 from agentharness.core.task import TaskConfigError
+from agentharness.imitability import imitability_check, unsourced_numbers
 from agentharness.tasks.thermal import TASK
 from agentharness.tasks.thermal.config import ThermalConfig
+from agentharness.tasks.thermal.expert import ThermalExpert
 from agentharness.tasks.thermal.generator import lucky_hit_rate
 from agentharness.tasks.thermal.problem import Hidden, Public
 from agentharness.tasks.thermal.reward import (
@@ -38,7 +40,7 @@ from agentharness.tasks.thermal.simulator import (
     spec_from_public,
     uniform_baseline,
 )
-from agentharness.tasks.thermal.tools import ThermalWorld
+from agentharness.tasks.thermal.tools import ThermalWorld, minimize_max
 from agentharness.testing.tasks import call, run_expert, step_call
 
 DIFFS = ("easy", "medium", "hard")
@@ -125,7 +127,19 @@ def test_presets_scale_difficulty() -> None:
 def test_prompt_states_goal_tools_and_format() -> None:
     inst = TASK.instance(1, "medium")
     text = "\n".join(m.text for m in TASK.generator.prompt(inst))
-    for needle in ("simulate", "submit_powers", "Safety limit", "Tolerance", "H3", "M4", "watts"):
+    for needle in (
+        "simulate",
+        "submit_powers",
+        "calculate",
+        "solve_linear",
+        "minimize_max",
+        "rise_k",
+        "Safety limit",
+        "Tolerance",
+        "H3",
+        "M4",
+        "watts",
+    ):
         assert needle in text
     for mon in public(inst).monitors:
         assert f"{mon.target_c:.1f}" in text
@@ -241,7 +255,12 @@ def test_simulate_feedback_content() -> None:
         assert mon["error_k"] == pytest.approx(mon["temperature_c"] - mon["target_c"], abs=2e-3)
         assert mon["within_tolerance"] == (abs(mon["error_k"]) <= pub.tolerance_k)
         assert ("too cold" in mon["status"]) == (not mon["within_tolerance"] and mon["error_k"] < 0)
+        ambient = pub.plate.ambient_c
+        assert mon["rise_k"] == pytest.approx(mon["temperature_c"] - ambient, abs=1e-3)
+        assert mon["target_rise_k"] == pytest.approx(given.target_c - ambient)
     assert len(rep["heaters"]) == n
+    for h in rep["heaters"]:
+        assert h["rise_k"] == pytest.approx(h["temperature_c"] - pub.plate.ambient_c, abs=1e-3)
     assert rep["hottest"]["temperature_c"] >= max(h["temperature_c"] for h in rep["heaters"])
     assert rep["safe"] is True and "safe" in rep["verdict"]
     assert rep["simulations_used"] == 1 and w.simulations == 1
@@ -559,6 +578,107 @@ def test_generator_keeps_uniform_settings_and_blind_guesses_away(difficulty: str
 # -- expert ------------------------------------------------------------------------------
 
 
+def test_response_is_read_off_unit_probes() -> None:
+    # Superposition: a heater alone at 1 W reports its rise per watt everywhere, and the
+    # rises of several heaters add up.
+    inst = TASK.instance(3, "hard")
+    w = ThermalWorld(inst)
+    n = len(public(inst).heaters)
+    g, h = response_matrices(get_model(spec_from_public(public(inst))))
+    powers = [2.0, 0.0, 5.0, 0.0, 1.5]
+    together = w.execute("simulate", {"powers": powers}).data
+    total = np.zeros(len(public(inst).monitors))
+    for j in range(n):
+        unit = [0.0] * n
+        unit[j] = 1.0
+        rep = w.execute("simulate", {"powers": unit}).data
+        rises = [mo["rise_k"] for mo in rep["monitors"]]
+        assert rises == pytest.approx(g[:, j], abs=1e-4)
+        assert [x["rise_k"] for x in rep["heaters"]] == pytest.approx(h[:, j], abs=1e-4)
+        total += powers[j] * np.asarray(rises)
+    assert [mo["rise_k"] for mo in together["monitors"]] == pytest.approx(total, abs=1e-3)
+
+
+# -- the computation tools ---------------------------------------------------------------
+
+
+def test_computation_tools_are_offered_and_cost_no_simulation() -> None:
+    inst = TASK.instance(0, "easy")
+    names = set(ThermalWorld.tool_specs())
+    assert names == {"simulate", "submit_powers", "calculate", "solve_linear", "minimize_max"}
+    ep = episode_for(inst)
+    r1 = step_call(ep, "calculate", {"expression": "(63.3 - 20) * 2"})
+    r2 = step_call(ep, "solve_linear", {"a": [[2.0, 0.0], [0.0, 4.0]], "b": [1.0, 2.0]}, "c2")
+    assert r1.outcome is not None and r1.outcome.data == {"value": pytest.approx(86.6)}
+    assert r2.outcome is not None and r2.outcome.data["x"] == pytest.approx([0.5, 0.5])
+    assert world(ep).simulations == 0 and not ep.done
+
+
+def test_minimize_max_solves_the_linear_program() -> None:
+    # x1 + x2 = 10 (within 0.5); minimise max(x1, 3 x2): the optimum is x1 = 3 x2 on the
+    # lower edge of the band, x = (7.125, 2.375).
+    out = minimize_max([[1.0, 0.0], [0.0, 3.0]], [[1.0, 1.0]], [10.0], 0.5, 100.0)
+    assert out["x"] == pytest.approx([7.125, 2.375])
+    assert out["max_value"] == pytest.approx(7.125)
+    assert out["a_x_minus_b"] == pytest.approx([-0.5])
+    # The upper bound binds: x1 <= 7 forces x2 up to 2.5.
+    capped = minimize_max([[1.0, 0.0], [0.0, 3.0]], [[1.0, 1.0]], [10.0], 0.5, 7.0)
+    assert capped["x"] == pytest.approx([7.0, 2.5]) and capped["max_value"] == pytest.approx(7.5)
+    # Equality (tolerance 0) and results rounded to 4 decimals.
+    exact = minimize_max([[1.0, 1.0]], [[3.0, 1.0], [1.0, 2.0]], [1.0, 1.0], 0.0, 1.0)
+    assert exact["x"] == [0.2, 0.4]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (
+            {"c": [[1.0]], "a": [[1.0, 1.0]], "b": [1.0], "tolerance": 0, "upper": 5},
+            "every row of c",
+        ),
+        (
+            {
+                "c": [[1.0, 1.0]],
+                "a": [[1.0, 1.0], [1.0]],
+                "b": [1.0, 1.0],
+                "tolerance": 0,
+                "upper": 5,
+            },
+            "every row of a",
+        ),
+        (
+            {"c": [[1.0, 1.0]], "a": [[1.0, 1.0]], "b": [1.0, 2.0], "tolerance": 0, "upper": 5},
+            "b has 2 entries",
+        ),
+        (
+            {"c": [[1.0, 1.0]], "a": [[1.0, 1.0]], "b": [100.0], "tolerance": 0.1, "upper": 5},
+            "no x in [0, 5]",
+        ),
+        (
+            {"c": [[1.0, 1.0]], "a": [[1.0, 1.0]], "b": [1.0], "tolerance": -1, "upper": 5},
+            "greater than or equal to 0",
+        ),
+        (
+            {"c": [[1.0, 1.0]], "a": [[1.0, 1.0]], "b": [1.0], "tolerance": 0, "upper": 0},
+            "greater than 0",
+        ),
+        ({"c": [], "a": [[1.0]], "b": [1.0], "tolerance": 0, "upper": 5}, "at least 1"),
+        ({"a": [[1.0]], "b": [1.0], "tolerance": 0, "upper": 5}, "c"),
+        ('{"c": [[1.0]], "a": [[NaN]], "b": [1.0], "tolerance": 0, "upper": 5}', "finite"),
+    ],
+)
+def test_minimize_max_errors_are_messages(args: Any, needle: str) -> None:
+    inst = TASK.instance(0, "easy")
+    ep = episode_for(inst)
+    reply = step_call(ep, "minimize_max", args)
+    assert reply.outcome is not None and reply.outcome.is_error, reply.text
+    assert needle in reply.text, reply.text
+    assert not ep.done and world(ep).simulations == 0
+
+
+# -- expert ------------------------------------------------------------------------------
+
+
 @pytest.mark.parametrize("difficulty", DIFFS)
 def test_expert_solves(difficulty: str) -> None:
     for seed in range(3):
@@ -569,9 +689,52 @@ def test_expert_solves(difficulty: str) -> None:
         n = len(public(inst).heaters)
         assert world(ep).simulations == n + 1
         assert all(not r.is_error for r in ep.tool_calls)
-        # The expert identified the response itself rather than submitting the reference.
+        # One 1 W probe per heater, one computation, one check, the answer.
+        solver = "solve_linear" if n <= len(public(inst).monitors) else "minimize_max"
+        assert [r.name for r in ep.tool_calls] == ["simulate"] * n + [
+            solver,
+            "simulate",
+            "submit_powers",
+        ]
+        for j, r in enumerate(ep.tool_calls[:n]):
+            assert r.arguments["powers"] == [1.0 if i == j else 0.0 for i in range(n)]
+        # It submits what the tool computed, not the reference solution.
         final = ep.tool_calls[-1].arguments["powers"]
+        assert final == pytest.approx(ep.tool_calls[-2].arguments["powers"], abs=1e-6)
+        assert final == pytest.approx(ep.tool_calls[n].data["x"])
         assert final != list(hidden(inst).solution)
+
+
+def test_hard_needs_the_linear_program() -> None:
+    # With more heaters than monitors, the least-squares (minimum-norm) powers overheat some
+    # plates that minimize_max keeps safe.
+    unsafe = 0
+    for seed in range(12):
+        inst = TASK.instance(seed, "hard")
+        pub = public(inst)
+        g, _ = response_matrices(get_model(spec_from_public(pub)))
+        rise = np.array([m.target_c for m in pub.monitors]) - pub.plate.ambient_c
+        p = np.linalg.lstsq(g, rise, rcond=None)[0]
+        ep = episode_for(inst)
+        rep = step_call(ep, "simulate", {"powers": np.clip(p, 0, pub.max_power_w).tolist()})
+        unsafe += rep.outcome is not None and not rep.outcome.data["safe"]
+        assert run_expert(inst).reward().success
+    assert unsafe >= 2
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_expert_is_imitable(difficulty: str) -> None:
+    # Every number in every expert action was visible before it was sent: the probes are
+    # 1 W, the matrices are copied rises, the powers are copied tool results.
+    for seed in range(3):
+        ep = run_expert(TASK.instance(seed, difficulty))
+        assert list(unsourced_numbers(ep.messages, ep.tools)) == []
+
+
+def test_imitability_check_passes() -> None:
+    assert TASK.imitable
+    report = imitability_check(TASK, seeds=2)
+    assert report.actions >= 2 * (4 + 5 + 7) and not report.flagged, report.summary()
 
 
 @pytest.mark.parametrize("difficulty", DIFFS)
@@ -581,17 +744,63 @@ def test_expert_robust_to_noise(difficulty: str) -> None:
         assert ep.end_reason == "answered" and ep.reward().success
 
 
-def test_expert_uses_interleaved_simulations() -> None:
-    # Foreign simulations (e.g. from a noisy agent) count towards identifying the response.
+def test_expert_reuses_foreign_unit_probes_and_ignores_other_calls() -> None:
+    # A noisy agent's 1 W probe of H2 counts; its other simulations and computations do not
+    # disturb the expert.
     inst = TASK.instance(1, "medium")
     ep = episode_for(inst)
     ep.step(call("simulate", {"powers": [3.0, 4.0, 5.0]}, "x1"))
-    ep.step(call("simulate", {"powers": [9.0, 1.0, 2.0]}, "x2"))
+    ep.step(call("simulate", {"powers": [0.0, 1.0, 0.0]}, "x2"))
+    ep.step(call("solve_linear", {"a": [[1.0, 2.0]], "b": [7.0]}, "x3"))
     expert = TASK.expert(inst)
     while not ep.done:
         ep.step(expert.next_turn(list(ep.messages)))
     assert ep.reward().success
-    assert world(ep).simulations == 2 + 1 + 1
+    # Two foreign simulations, probes of H1 and H3, the check.
+    assert world(ep).simulations == 2 + 2 + 1
+    assert list(unsourced_numbers(ep.messages, ep.tools)) == []
+
+
+def test_expert_corrects_a_miss_with_a_newton_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Aim the first solve 1 K too high: the check misses, and the expert solves again with
+    # each target lowered by its monitor's error, which lands within tolerance.
+    real = ThermalExpert._target_rises
+    monkeypatch.setattr(
+        ThermalExpert, "_target_rises", lambda self, cols: [t + 1.0 for t in real(self, cols)]
+    )
+    for difficulty in ("easy", "hard"):
+        inst = TASK.instance(0, difficulty)
+        ep = run_expert(inst)
+        n = len(public(inst).heaters)
+        names = [r.name for r in ep.tool_calls]
+        solver = names[n]
+        assert names[n:] == [solver, "simulate", solver, "simulate", "submit_powers"]
+        missed = ep.tool_calls[n + 1].data
+        assert missed["targets_hit"] < missed["targets_total"]
+        first, second = ep.tool_calls[n].arguments["b"], ep.tool_calls[n + 2].arguments["b"]
+        errors = [mo["error_k"] for mo in missed["monitors"]]
+        assert second == pytest.approx([b - e for b, e in zip(first, errors, strict=True)])
+        assert ep.reward().success
+
+
+def test_expert_falls_back_to_the_linear_program_then_its_best(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Unreachable targets: solve_linear's powers exceed the maximum, so the expert asks the
+    # linear program, which finds nothing feasible; it submits its best simulation.
+    monkeypatch.setattr(ThermalExpert, "_target_rises", lambda self, cols: [500.0] * self.m)
+    inst = TASK.instance(0, "medium")
+    ep = run_expert(inst)
+    n = len(public(inst).heaters)
+    assert [r.name for r in ep.tool_calls[n:]] == [
+        "solve_linear",
+        "minimize_max",
+        "submit_powers",
+    ]
+    assert ep.tool_calls[n + 1].is_error and "no x in" in ep.tool_calls[n + 1].result
+    assert ep.end_reason == "answered" and not ep.reward().success
+    submitted = ep.tool_calls[-1].arguments["powers"]
+    assert submitted in [r.arguments["powers"] for r in ep.tool_calls[:n]]
 
 
 def test_expert_reads_results_as_data_not_text() -> None:

@@ -1,20 +1,44 @@
-"""thermal — steady-state heat control on a 2-D plate (thermal-v2).
+"""thermal — steady-state heat control on a 2-D plate (thermal-v3).
 
 The agent sets the power of several heaters on a thin plate whose edges are held at
 ambient temperature, so that the steady temperature at monitor points hits given
 targets within a tolerance while no point exceeds a safety limit. ``simulate(powers)``
 solves the steady (optionally anisotropic) heat equation by finite differences on
 ``scipy.sparse`` — the matrix is factorized once per plate and cached — and reports
-each monitor's error, each heater's temperature, the hottest point and the safety
-verdict. ``submit_powers(powers)`` is the final answer; the reward re-simulates it.
+each monitor's error, each heater's temperature, every rise above ambient, the hottest
+point and the safety verdict. ``submit_powers(powers)`` is the final answer; the reward
+re-simulates it.
 
-Reward (v2, see :mod:`.reward`): 0 for an unsafe or invalid answer; 0.85-1.0 when every
+Computation tools (v3). Finding the powers is linear algebra a policy cannot do in its
+head, so the task gives it the tools to do it in the open (and its expert uses them, so
+every number in its trajectories was visible first; see :mod:`agentharness.imitability`):
+
+* ``calculate(expression)`` and ``solve_linear(a, b)`` (the safe calculator of
+  :class:`~agentharness.core.calculator.CalculatorWorld`): with as many monitors as
+  heaters or more, the powers solve ``G p = target rise``, where column ``j`` of ``G`` is
+  read off a simulation of heater ``j`` alone at 1 W (superposition).
+* ``minimize_max(c, a, b, tolerance, upper)``: a small linear program. With more heaters
+  than monitors (hard) many power vectors hit the targets and only some respect the
+  safety limit; the safe choice keeps the hottest heater as cool as possible, which is
+  an optimisation, not a solve.
+
+There is deliberately no tool that returns the powers for the targets: these tools know
+nothing about the plate, so the agent still has to plan its probes, measure the response
+with (budgeted) simulations, set up the system from what it read, and check the result.
+Only simulations count against the budget and the efficiency credit.
+
+Reward (unchanged since v2, see :mod:`.reward`): 0 for an unsafe or invalid answer; 0.85-1.0 when every
 target is hit (efficiency pays only then); otherwise at most 0.51, by how much of the
 best *uniform* setting's miss the answer closed (squared), so staying safe, all heaters
 off, all at full or half power, or any other uniform setting earns nothing. Plates are
 drawn so that no uniform setting comes near the targets and a blind guess almost never
 hits them. Harder levels add heaters and monitors, anisotropic conductivity, a tighter
 tolerance and a safety limit that rules out some target-hitting power vectors.
+
+v3 added ``rise_k``/``target_rise_k`` to the simulation report and the computation
+tools; plates and rewards are those of v2. v2's expert computed its powers privately (a
+least-squares fit and a linear program, with the hidden solution as fallback); v3's
+expert probes each heater at 1 W and computes with the tools above.
 
 v1 paid efficiency and closeness to any safe answer (all heaters off earned 0.15-0.22)
 and its easy plates were often solved by every heater at half power (0.5 mean reward).

@@ -1,27 +1,58 @@
-"""The scripted expert: identify the linear response, solve a small LP, check, submit.
+"""The scripted expert: measure the plate's response in the open, solve for the powers, check.
 
-The steady field is linear in the powers (``T = T_amb + G p``), so ``n_heaters``
-linearly independent simulations identify the response of every monitor and heater.
-The expert reads *all* successful simulations in the conversation (its own and any a
-noisy agent interleaved), probes single heaters until the powers span every direction,
-fits ``G`` by least squares, then picks the target-hitting powers with the coolest
-heater (a linear program), checks them with one simulation and submits.
+The steady field is linear in the powers (``T = T_amb + G p``), so one simulation per
+heater at 1 W, the others off, reads column ``j`` of the response straight off the report
+(every monitor's and heater's ``rise_k``). The expert then computes the powers with a
+visible tool call on exactly those numbers:
+
+* as many monitors as heaters or more (the powers are pinned down): ``solve_linear`` with
+  ``a`` the monitors' rises per watt and ``b`` their ``target_rise_k``;
+* more heaters than monitors (many power vectors hit the targets, and some overheat):
+  ``minimize_max`` — the powers in ``[0, max power]`` that keep every monitor within half
+  the tolerance of its target while the hottest heater (its rise per watt of every heater
+  as ``c``) stays as cool as possible. Also used when ``solve_linear``'s powers fall
+  outside ``[0, max power]``.
+
+It simulates the computed powers once and submits them when every target is hit safely.
+If a monitor still misses (the rises are printed to 0.1 mK per watt), it solves again
+with each target lowered by that monitor's error (a Newton step), at most twice; an
+unsafe or still missing result submits the best simulation so far. Every number it sends
+is one it read in the conversation: the probes are 1 W (or the maximum power when that is
+smaller, and then the rises are divided by it), the matrices are copied rises, the
+tolerance is half the stated one. It reads ``instance.hidden`` for nothing.
+
+It decides from the conversation: any simulation that already solves the plate is
+submitted, probes a noisy agent happened to make count, and its own computations are
+matched to their results by call id.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
 from agentharness.core.parsing import answered_calls
-from agentharness.tasks.thermal.problem import Hidden, Public
+from agentharness.tasks.thermal.problem import Public
+
+PROBE_W = 1.0
+# Newton corrections after a check that misses a target.
+MAX_REFINEMENTS = 2
+
+
+@dataclass(frozen=True)
+class _Mine:
+    """One of the expert's own computations or checks."""
+
+    kind: str  # "solve" or "check"
+    b: list[float]  # the target rises the solve aimed at
+    solver: str  # "solve_linear" or "minimize_max"
+    refinement: bool = False
 
 
 class ThermalExpert:
-    """Privileged solver acting only through ``simulate`` and ``submit_powers``."""
+    """Identifies the response with unit probes, computes the powers with a tool, checks."""
 
     def __init__(self, instance: Instance) -> None:
         pub = instance.public_as(Public)
@@ -29,107 +60,180 @@ class ThermalExpert:
         self.m = len(pub.monitors)
         self.p_max = pub.max_power_w
         self.tol = pub.tolerance_k
-        self.ambient = pub.plate.ambient_c
-        self.limit = pub.safety_limit_c
-        self.targets = np.array([mo.target_c for mo in pub.monitors])
-        self.fallback = list(instance.hidden_as(Hidden).solution)
+        self.probe_w = min(PROBE_W, self.p_max)
         self.turn = 0
+        # My computations and checks, by call id.
+        self.mine: dict[str, _Mine] = {}
+
+    # -- reading the conversation ----------------------------------------------------
+
+    def _probe_of(self, powers: list[float]) -> int | None:
+        """The heater a simulation probed alone at the probe power, if it did."""
+        on = [j for j, p in enumerate(powers) if p != 0.0]
+        if len(on) == 1 and powers[on[0]] == self.probe_w:
+            return on[0]
+        return None
 
     def next_turn(self, messages: list[Message]) -> Message:
         self.turn += 1
-        reports = _simulations(messages)
-        for rep in reports:
+        simulations: list[dict[str, Any]] = []
+        probes: dict[int, dict[str, Any]] = {}
+        last: tuple[_Mine, Any] | None = None  # my latest computation or check, and its result
+        for call, message in answered_calls(messages):
+            outcome = message.outcome
+            ok = outcome is not None and not outcome.is_error
+            if call.name == "simulate" and ok and outcome is not None:
+                simulations.append(outcome.data)
+                j = self._probe_of(list(outcome.data["powers_w"]))
+                if j is not None:
+                    probes.setdefault(j, outcome.data)
+            if call.id in self.mine:
+                last = (self.mine[call.id], outcome.data if ok and outcome is not None else None)
+
+        for rep in simulations:
             if rep["safe"] and rep["targets_hit"] == rep["targets_total"]:
-                return self._call(
-                    "submit_powers",
+                return self._submit(
                     rep["powers_w"],
-                    "This simulation hits every target within tolerance and stays below the safety "
-                    "limit, so I submit these powers.",
+                    "This simulation puts every monitor within tolerance of its target and keeps "
+                    "the whole plate below the safety limit, so I submit these powers.",
                 )
-        powers = np.array([r["powers_w"] for r in reports], dtype=float).reshape(-1, self.n)
-        probe = self._next_probe(powers)
-        if probe is not None:
-            j = int(np.argmax(probe))
-            return self._call(
-                "simulate",
-                probe.tolist(),
-                f"The steady field is linear in the heater powers. I run heater H{j + 1} alone to "
-                "measure how much each monitor and heater warms per watt.",
+        missing = [j for j in range(self.n) if j not in probes]
+        if missing:
+            return self._probe(missing[0], first=not probes)
+        columns = [probes[j] for j in range(self.n)]
+        if last is None:
+            return self._solve(columns, self._target_rises(columns), refinement=False)
+        mine, result = last
+        b, solver = mine.b, mine.solver
+        if mine.kind == "solve":
+            if result is None:
+                if solver == "solve_linear":
+                    return self._solve(columns, b, refinement=False, solver="minimize_max")
+                return self._submit_best(simulations, "The linear program found no powers")
+            powers = [float(x) for x in result["x"]]
+            if solver == "solve_linear" and any(p < 0.0 or p > self.p_max for p in powers):
+                return self._solve(columns, b, refinement=False, solver="minimize_max")
+            return self._check(powers, b, solver)
+        # kind == "check": the simulation of computed powers (a successful one was submitted).
+        refinements = sum(1 for x in self.mine.values() if x.kind == "solve" and x.refinement)
+        if result is None or not result["safe"]:
+            if result is not None and solver == "solve_linear" and self.n > 1:
+                return self._solve(columns, b, refinement=False, solver="minimize_max")
+            return self._submit_best(simulations, "The computed powers overheat the plate")
+        if refinements < MAX_REFINEMENTS:
+            errors = [mo["error_k"] for mo in result["monitors"]]
+            return self._solve(
+                columns, [t - e for t, e in zip(b, errors, strict=True)], True, solver
             )
-        rises = (
-            np.array(
-                [
-                    [mo["temperature_c"] for mo in r["monitors"]]
-                    + [h["temperature_c"] for h in r["heaters"]]
-                    for r in reports
-                ],
-                dtype=float,
+        return self._submit_best(simulations, "The corrections did not bring every monitor in")
+
+    # -- the numbers of a solve ------------------------------------------------------
+
+    def _per_watt(self, rise: float) -> float:
+        return rise if self.probe_w == PROBE_W else rise / self.probe_w
+
+    def _target_rises(self, columns: list[dict[str, Any]]) -> list[float]:
+        return [float(mo["target_rise_k"]) for mo in columns[0]["monitors"]]
+
+    def _response(self, columns: list[dict[str, Any]], part: str) -> list[list[float]]:
+        """Rows: one per monitor (or heater); columns: rise per watt of each heater."""
+        rows = len(columns[0][part])
+        return [
+            [self._per_watt(float(col[part][i]["rise_k"])) for col in columns] for i in range(rows)
+        ]
+
+    # -- turns -----------------------------------------------------------------------
+
+    def _probe(self, j: int, first: bool) -> Message:
+        powers = [0.0] * self.n
+        powers[j] = self.probe_w
+        if first:
+            text = (
+                "Steady conduction is linear in the heater powers: temperature rises add up and "
+                f"scale with power. I run each heater alone at {self.probe_w:g} W to measure how "
+                f"much every monitor and heater warms per watt, starting with H{j + 1}."
             )
-            - self.ambient
-        )
-        coef, *_ = np.linalg.lstsq(powers, rises, rcond=None)
-        g, h = coef[:, : self.m].T, coef[:, self.m :].T
-        candidate = self._solve(g, h)
-        if candidate is None or any(
-            np.allclose(r["powers_w"], candidate, atol=1e-6) for r in reports
-        ):
-            return self._call(
-                "submit_powers",
-                self.fallback,
-                "The fitted model's solution did not verify, so I submit my reference powers.",
+        else:
+            text = f"Next, heater H{j + 1} alone at {self.probe_w:g} W."
+        return self._call("simulate", {"powers": powers}, text)
+
+    def _solve(
+        self,
+        columns: list[dict[str, Any]],
+        b: list[float],
+        refinement: bool,
+        solver: str | None = None,
+    ) -> Message:
+        solver = solver or ("solve_linear" if self.n <= self.m else "minimize_max")
+        g = self._response(columns, "monitors")
+        if refinement:
+            lead = (
+                "Not every monitor is within tolerance yet. The response is linear, so I solve "
+                "again with each monitor's target lowered by its error (a Newton correction)."
             )
+        else:
+            lead = (
+                f"I have every heater's response per watt ({self.m} monitors x {self.n} heaters)."
+            )
+        if solver == "solve_linear":
+            text = (
+                f"{lead} With no more heaters than monitors the powers are pinned down: I solve "
+                "response x powers = target rise (target minus ambient) by least squares."
+            )
+            args: dict[str, Any] = {"a": g, "b": b}
+        else:
+            why = (
+                "With more heaters than monitors many power vectors hit the targets, and some "
+                "overheat"
+                if self.n > self.m
+                else "The direct solve gives powers outside the allowed range (or overheats)"
+            )
+            text = (
+                f"{lead} {why}: I ask for the powers between 0 and {self.p_max:g} W that keep "
+                f"every monitor within ±{self.tol / 2:g} K (half the tolerance) of its target rise "
+                "and make the hottest heater (rows: each heater's rise per watt) as cool as "
+                "possible."
+            )
+            args = {
+                "c": self._response(columns, "heaters"),
+                "a": g,
+                "b": b,
+                "tolerance": self.tol / 2,
+                "upper": self.p_max,
+            }
+        return self._call(solver, args, text, _Mine("solve", b, solver, refinement))
+
+    def _check(self, powers: list[float], b: list[float], solver: str) -> Message:
+        clipped = [min(max(p, 0.0), self.p_max) for p in powers]
         return self._call(
             "simulate",
-            candidate,
-            "From the measured response matrix I solved for powers that put every monitor on its "
-            "target while keeping the hottest heater as cool as possible. Checking them.",
+            {"powers": clipped},
+            f"The {solver} result gives the powers {[round(p, 3) for p in clipped]} W. I simulate "
+            "them to check every target and the safety limit before submitting.",
+            _Mine("check", b, solver),
         )
 
-    def _next_probe(self, powers: np.ndarray) -> np.ndarray | None:
-        """A single-heater probe that adds a new direction, or None once powers span R^n."""
-        rank = np.linalg.matrix_rank(powers, tol=1e-6 * self.p_max) if len(powers) else 0
-        if rank >= self.n:
-            return None
-        for j in range(self.n):
-            probe = np.zeros(self.n)
-            probe[j] = round(self.p_max / 2, 4)
-            if np.linalg.matrix_rank(np.vstack([powers, probe]), tol=1e-6 * self.p_max) > rank:
-                return probe
-        return None  # unreachable: unit vectors span R^n
+    def _submit(self, powers: list[float], text: str) -> Message:
+        return self._call("submit_powers", {"powers": list(powers)}, text)
 
-    def _solve(self, g: np.ndarray, h: np.ndarray) -> list[float] | None:
-        """Minimize the hottest heater subject to every monitor inside half the tolerance."""
-        from scipy.optimize import linprog
-
-        rise = self.targets - self.ambient
-        band = 0.5 * self.tol
-        n = self.n
-        # Variables: the n powers, then s = an upper bound on every heater's rise.
-        c = np.zeros(n + 1)
-        c[-1] = 1.0
-        a_ub = np.vstack(
-            [
-                np.hstack([g, np.zeros((self.m, 1))]),
-                np.hstack([-g, np.zeros((self.m, 1))]),
-                np.hstack([h, -np.ones((n, 1))]),
-            ]
+    def _submit_best(self, simulations: list[dict[str, Any]], why: str) -> Message:
+        safe = [r for r in simulations if r["safe"]] or simulations
+        if not safe:
+            return assistant(f"{why}, and no simulation succeeded; I stop here.")
+        best = max(safe, key=lambda r: (r["targets_hit"], -float(r["rms_error_k"])))
+        return self._submit(
+            best["powers_w"],
+            f"{why}, so I submit my best simulation ({best['verdict']}).",
         )
-        b_ub = np.concatenate([rise + band, -(rise - band), np.zeros(n)])
-        bounds = [(0.0, self.p_max)] * n + [(None, None)]
-        res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
-        if res.status != 0:
-            return None
-        return [float(np.clip(round(float(p), 4), 0.0, self.p_max)) for p in res.x[:n]]
 
-    def _call(self, name: str, powers: list[float], text: str) -> Message:
-        call = ToolCall.make(f"thermal_{self.turn}_{name}", name, {"powers": powers})
-        return assistant(text, tool_calls=[call])
-
-
-def _simulations(messages: list[Message]) -> list[dict[str, Any]]:
-    """The report of every successful ``simulate`` call in the conversation, oldest first."""
-    return [
-        message.outcome.data
-        for call, message in answered_calls(messages)
-        if call.name == "simulate" and message.outcome is not None and not message.outcome.is_error
-    ]
+    def _call(
+        self,
+        name: str,
+        args: dict[str, Any],
+        text: str,
+        mine: _Mine | None = None,
+    ) -> Message:
+        call_id = f"thermal_{self.turn}_{name}"
+        if mine is not None:
+            self.mine[call_id] = mine
+        return assistant(text, tool_calls=[ToolCall.make(call_id, name, args)])

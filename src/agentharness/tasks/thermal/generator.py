@@ -45,9 +45,17 @@ targets, while no point of the plate exceeds a safety limit.
 Tools:
 - simulate(powers): solves the steady heat equation on the plate for the given heater \
 powers and reports each monitor's temperature, target, error and whether it is within \
-tolerance, each heater's own temperature, the hottest point of the plate and whether the \
+tolerance, each heater's own temperature, every rise above ambient (rise_k; a monitor's \
+target_rise_k is its target minus ambient), the hottest point of the plate and whether the \
 safety limit holds. Simulations are limited; use them wisely.
+- calculate(expression): arithmetic on numbers (+ - * / **, parentheses, sqrt, log, ...).
+- solve_linear(a, b): the x with a @ x = b (least squares when there is no exact solution).
+- minimize_max(c, a, b, tolerance, upper): a linear program: the x between 0 and upper \
+that keeps every row of a @ x within ±tolerance of b and makes the largest entry of c @ x \
+as small as possible.
 - submit_powers(powers): your final answer. It ends the episode.
+calculate, solve_linear and minimize_max only compute with the numbers you give them; they \
+know nothing about the plate and do not count as simulations.
 
 Rules:
 - `powers` is a list of watts, one per heater, in heater order (H1, H2, ...). Every power \

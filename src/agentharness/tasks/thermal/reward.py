@@ -1,6 +1,6 @@
 """Layer 4: re-simulate the submitted powers; pay for solving, not for playing safe.
 
-The reward (thermal-v2) is gated and measured against what a lazy answer gets:
+The reward (since thermal-v2) is gated and measured against what a lazy answer gets:
 
 * **gate** — an answer that is invalid or breaks the safety limit anywhere on the plate
   scores 0. Staying safe earns nothing by itself (any cold plate is safe).

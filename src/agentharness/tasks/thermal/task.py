@@ -12,7 +12,7 @@ from agentharness.tasks.thermal.tools import ThermalWorld
 
 TASK = TaskSpec(
     name="thermal",
-    version=2,
+    version=3,
     modality="text",
     description=(
         "Steady-state heat control on a 2-D plate: set heater powers so monitor points reach "
@@ -28,8 +28,4 @@ TASK = TaskSpec(
     expert=ThermalExpert,
     solved_threshold=0.9,
     tags=("text", "feedback-rich", "physics", "control"),
-    # Its probes are half-power steps, but the powers it then checks and submits come from a
-    # least-squares fit and a linear program over the simulations (and, if the fit fails, the
-    # hidden solution): computed, not read off the conversation.
-    imitable=False,
 )

@@ -1,4 +1,10 @@
-"""Layer 2: the per-episode plate world and its two tools."""
+"""Layer 2: the per-episode plate world: simulate, submit, and the computation tools.
+
+``simulate`` and ``submit_powers`` act on the plate. ``calculate`` and ``solve_linear``
+(from :class:`~agentharness.core.calculator.CalculatorWorld`) and ``minimize_max`` (a
+small linear program, :func:`minimize_max`) compute on numbers the agent passes in: they
+know nothing of the plate, so they only help once simulations have measured it.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,12 @@ import json
 import math
 from typing import Annotated, Any
 
+import numpy as np
 from pydantic import Field
 
+from agentharness.core.calculator import CalculatorWorld, Matrix, Vector
 from agentharness.core.instance import Instance
-from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.core.tools import ToolError, ToolResult, tool
 from agentharness.tasks.thermal.problem import Public
 from agentharness.tasks.thermal.simulator import (
     PlateModel,
@@ -27,6 +35,10 @@ Powers = Annotated[
     list[Annotated[float, Field(ge=0.0, le=ABS_MAX_POWER_W)]],
     Field(min_length=1, max_length=MAX_POWERS),
 ]
+# Bounds of minimize_max's scalar arguments.
+MAX_LP_BOUND = 1.0e6
+# minimize_max reports x to this many decimals (0.1 mW for powers).
+LP_DECIMALS = 4
 
 
 def check_powers(public: Public, powers: list[float]) -> list[float]:
@@ -57,6 +69,7 @@ def report(public: Public, model: PlateModel, r: SimResult) -> dict[str, Any]:
     """The feedback of one simulation: per-monitor errors and the safety verdict."""
     tol = public.tolerance_k
     limit = public.safety_limit_c
+    ambient = public.plate.ambient_c
     monitors = []
     hits = 0
     sq = 0.0
@@ -74,6 +87,8 @@ def report(public: Public, model: PlateModel, r: SimResult) -> dict[str, Any]:
                 "id": mon.id,
                 "temperature_c": round(t, 3),
                 "target_c": mon.target_c,
+                "rise_k": round(t - ambient, 4),
+                "target_rise_k": round(mon.target_c - ambient, 4),
                 "error_k": round(err, 3),
                 "within_tolerance": ok,
                 "status": status,
@@ -92,7 +107,12 @@ def report(public: Public, model: PlateModel, r: SimResult) -> dict[str, Any]:
         "powers_w": [round(p, 6) for p in r.powers],
         "monitors": monitors,
         "heaters": [
-            {"id": h.id, "power_w": round(p, 6), "temperature_c": round(t, 3)}
+            {
+                "id": h.id,
+                "power_w": round(p, 6),
+                "temperature_c": round(t, 3),
+                "rise_k": round(t - ambient, 4),
+            }
             for h, p, t in zip(public.heaters, r.powers, r.heater_c, strict=True)
         ],
         "hottest": {
@@ -109,7 +129,57 @@ def report(public: Public, model: PlateModel, r: SimResult) -> dict[str, Any]:
     }
 
 
-class ThermalWorld(World):
+def minimize_max(
+    c: list[list[float]], a: list[list[float]], b: list[float], tolerance: float, upper: float
+) -> dict[str, Any]:
+    """The x in [0, upper]^n with |a @ x - b| <= tolerance (row by row) that makes the
+    largest entry of c @ x smallest: a linear program in (x, s), minimise s subject to
+    c @ x <= s. :class:`ToolError` says what is wrong with the arguments."""
+    from scipy.optimize import linprog
+
+    n = len(a[0])
+    for name, rows in (("a", a), ("c", c)):
+        if any(len(row) != n for row in rows):
+            raise ToolError(
+                f"every row of {name} must have {n} entries (one per unknown, as the first row "
+                "of a has)"
+            )
+    if len(b) != len(a):
+        raise ToolError(f"b has {len(b)} entries but a has {len(a)} rows; they must match")
+    am, bm, cm = (np.asarray(v, dtype=np.float64) for v in (a, b, c))
+    if not all(np.all(np.isfinite(v)) for v in (am, bm, cm)):
+        raise ToolError("every entry of a, b and c must be a finite number")
+    k = len(cm)
+    zeros = np.zeros((len(am), 1))
+    a_ub = np.vstack(
+        [np.hstack([am, zeros]), np.hstack([-am, zeros]), np.hstack([cm, -np.ones((k, 1))])]
+    )
+    b_ub = np.concatenate([bm + tolerance, tolerance - bm, np.zeros(k)])
+    objective = np.zeros(n + 1)
+    objective[-1] = 1.0
+    res = linprog(
+        objective,
+        A_ub=a_ub,
+        b_ub=b_ub,
+        bounds=[(0.0, upper)] * n + [(None, None)],
+        method="highs",
+    )
+    if res.status == 2:
+        raise ToolError(
+            f"no x in [0, {upper:g}] keeps every row of a @ x within ±{tolerance:g} of b; "
+            "check a and b, or allow a larger tolerance or upper bound"
+        )
+    if res.status != 0:
+        raise ToolError(f"the linear program did not solve ({res.message})")
+    x = np.clip(np.round(res.x[:n], LP_DECIMALS), 0.0, upper)
+    return {
+        "x": [float(v) for v in x],
+        "max_value": round(float(np.max(cm @ x)), 6),
+        "a_x_minus_b": [round(float(v), 6) for v in am @ x - bm],
+    }
+
+
+class ThermalWorld(CalculatorWorld):
     """One episode on one plate: counts simulations, keeps the latest report."""
 
     def __init__(self, instance: Instance) -> None:
@@ -162,6 +232,27 @@ class ThermalWorld(World):
         """
         _, rep = self.run(powers)
         return ToolResult(text=f"Submitted powers {rep['powers_w']} W. {rep['verdict']}.", data=rep)
+
+    @tool(name="minimize_max")
+    def minimize_max_tool(
+        self,
+        c: Matrix,
+        a: Matrix,
+        b: Vector,
+        tolerance: Annotated[float, Field(ge=0.0, le=MAX_LP_BOUND)],
+        upper: Annotated[float, Field(gt=0.0, le=MAX_LP_BOUND)],
+    ) -> dict[str, Any]:
+        """Linear program: find x, each entry between 0 and upper, that keeps every row of
+        a @ x within ±tolerance of b and makes the largest entry of c @ x as small as possible.
+
+        Args:
+            c: the rows whose largest value c @ x is minimised (one entry per unknown).
+            a: the constraint matrix, as a list of rows (one entry per unknown).
+            b: the value each row of a @ x must stay near, one per row of a.
+            tolerance: how far each row of a @ x may be from b (0 for equality).
+            upper: the upper bound of every entry of x (the lower bound is 0).
+        """
+        return minimize_max(c, a, b, tolerance, upper)
 
 
 def _score(rep: dict[str, Any]) -> tuple[bool, int, float]:
