@@ -142,7 +142,11 @@ class Episode:
 
     def __post_init__(self) -> None:
         self.world = self.spec.world(self.instance)
-        self.messages = list(self.spec.generator.prompt(self.instance))
+        # Rendering a prompt can be costly (images); every episode of an instance shares it.
+        prompt = self.instance.derived(
+            ("prompt", self.spec.id), lambda: tuple(self.spec.generator.prompt(self.instance))
+        )
+        self.messages = list(prompt)
         self.tools = self.spec.world.tool_schemas()
 
     @property

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 class Instance(BaseModel):
@@ -31,11 +32,11 @@ class Instance(BaseModel):
     provenance: dict[str, Any] | None = Field(
         default=None, description="Where a synthesized instance came from (cluster, episodes)."
     )
-    # Typed views of public/hidden, validated once per instance and model.
-    _views: dict[tuple[str, type], BaseModel] = PrivateAttr(default_factory=dict)
+    # What is derived from the frozen data once: typed views of public/hidden, the prompt.
+    _derived: dict[tuple[str, object], Any] = PrivateAttr(default_factory=dict)
 
     def __eq__(self, other: object) -> bool:
-        # The fields decide; the cache of typed views must not (pydantic compares privates).
+        # The fields decide; the cache of derived values must not (pydantic compares privates).
         if not isinstance(other, Instance):
             return NotImplemented
         return self.__dict__ == other.__dict__
@@ -47,8 +48,14 @@ class Instance(BaseModel):
         self, *, update: Mapping[str, Any] | None = None, deep: bool = False
     ) -> Instance:
         copied = super().model_copy(update=update, deep=deep)
-        copied._views = {}  # views of the old data must not answer for the new
+        copied._derived = {}  # what was derived from the old data must not answer for the new
         return copied
+
+    def derived(self, key: tuple[str, object], make: Callable[[], T]) -> T:
+        """``make()``, computed once per instance and ``key`` (the data is frozen)."""
+        if key not in self._derived:
+            self._derived[key] = make()
+        return self._derived[key]
 
     def public_as(self, model: type[M]) -> M:
         """``public`` read through the task's own pydantic model (validated once, cached)."""
@@ -59,12 +66,7 @@ class Instance(BaseModel):
         return self._view("hidden", model)
 
     def _view(self, part: str, model: type[M]) -> M:
-        key = (part, model)
-        view = self._views.get(key)
-        if view is None:
-            view = model.model_validate(getattr(self, part))
-            self._views[key] = view
-        return view  # type: ignore[return-value]
+        return self.derived((part, model), lambda: model.model_validate(getattr(self, part)))
 
     @property
     def instance_id(self) -> str:
