@@ -299,7 +299,7 @@ def test_full_solution_scores_one() -> None:
     assert obs.done and ep.end_reason == "answered"
     r = ep.reward()
     assert r.total == pytest.approx(1.0) and r.success
-    assert r.component("conditions") == 1.0
+    assert r.component("all_conditions") == 1.0 and r.component("progress") == 1.0
 
 
 def test_broken_identity_or_bound_scores_zero() -> None:
@@ -320,16 +320,82 @@ def test_broken_identity_or_bound_scores_zero() -> None:
     assert ep.reward().total == 0.0 and "capex_range" in ep.reward().explanation
 
 
-def test_partial_credit_is_the_fraction_of_conditions_met() -> None:
-    inst = _instance(3, "medium")
-    trend = simulator.trend_forecast(inst.public)
-    report = simulator.evaluate(inst.public, trend)
-    assert report.valid and 0 < report.met < len(report.results)
+def _lp_forecast(inst: Instance, ratios: list[str]) -> dict[str, float]:
+    """A valid forecast meeting (at least) the named conditions, close to the trend."""
+    conds = [c for c in simulator.conditions(inst.public) if c.ratio in ratios]
+    plan = simulator.solve_forecast_lp(
+        inst.public, conds, 0.001, baseline=simulator.trend_forecast(inst.public)
+    )
+    assert plan is not None
+    return plan
+
+
+def _seed_with_credited(difficulty: str, at_least: int) -> Instance:
+    for seed in range(60):
+        inst = _instance(seed, difficulty)
+        if sum(c["credited"] for c in inst.public["conditions"]) >= at_least:
+            return inst
+    raise AssertionError(f"no {difficulty} seed with {at_least} credited conditions")
+
+
+def test_partial_credit_counts_credited_conditions_once_the_uncredited_hold() -> None:
+    inst = _seed_with_credited("medium", 2)
+    conds = simulator.conditions(inst.public)
+    uncredited = [c.ratio for c in conds if not c.credited]
+    credited = [c.ratio for c in conds if c.credited]
+    assert uncredited and len(credited) >= 2
+    # Every uncredited condition and one credited one: a third of the way.
+    f = _lp_forecast(inst, [*uncredited, credited[0]])
+    report = simulator.evaluate(inst.public, f)
+    assert report.valid and report.uncredited_met
     ep = episode_for(inst)
-    ep.step(_turn("submit_forecast", trend))
+    ep.step(_turn("submit_forecast", f))
     r = ep.reward()
-    assert r.total == pytest.approx(report.fraction)
-    assert not r.success
+    met = report.credited_met
+    assert 1 <= met < len(credited) and not r.success
+    assert r.component("progress") == pytest.approx(met / len(credited))
+    assert r.total == pytest.approx(0.3 * met / len(credited))
+    assert r.component("efficiency") == 0.0  # efficiency is paid only with success
+
+
+def test_no_partial_credit_while_an_uncredited_condition_fails() -> None:
+    inst = _seed_with_credited("medium", 2)
+    report = simulator.evaluate(inst.public, _solution(inst))
+    assert report.all_met
+    # Break one uncredited condition in the report: the credited ones no longer count.
+    first = next(i for i, (c, _, _, _) in enumerate(report.results) if not c.credited)
+    results = list(report.results)
+    c, v, _, g = results[first]
+    results[first] = (c, v, False, g)
+    report.results = results
+    assert report.credited_met == report.credited and not report.uncredited_met
+    assert report.progress == 0.0 and report.score() == 0.0
+
+
+def test_uncredited_conditions_are_the_ones_a_naive_forecast_meets() -> None:
+    for difficulty in ("easy", "medium", "hard"):
+        for seed in range(5):
+            inst = _instance(seed, difficulty)
+            naive = simulator.naive_forecasts(inst.public)
+            defs = simulator.ratios(simulator.last_year(inst.public))
+            credited = 0
+            for c in simulator.conditions(inst.public):
+                met = any(c.met_by(defs[c.ratio].value(f)) for f in naive.values())
+                assert c.credited == (not met), (difficulty, seed, c.ratio)
+                credited += c.credited
+            assert credited >= 1  # so no naive forecast meets every condition
+            for f in naive.values():
+                assert not simulator.evaluate(inst.public, f).all_met
+
+
+def test_prompt_marks_the_conditions_without_partial_credit() -> None:
+    inst = _seed_with_credited("hard", 1)
+    text = "\n".join(m.text for m in SPEC.generator.prompt(inst))
+    for c in inst.public["conditions"]:
+        (line,) = [x for x in text.splitlines() if x.startswith(f"- {c['ratio']} = ")]
+        assert line.endswith("[no partial credit]") == (not c["credited"])
+    assert any(not c["credited"] for c in inst.public["conditions"])
+    assert "counted only once every marked condition is met" in " ".join(text.split())
 
 
 def test_efficiency_decays_after_free_checks() -> None:
@@ -415,3 +481,111 @@ def test_expert_falls_back_to_the_hidden_solution(monkeypatch: pytest.MonkeyPatc
     assert math.isclose(
         submitted["revenue"], round(_instance(1, "medium").hidden["solution"]["revenue"], 2)
     )
+
+
+# -- reward integrity (issue 10): naive forecasts over 30 seeds ----------------------------
+# finance-v1 paid the fraction of conditions met: the naive trend forecast earned 0.25 on
+# hard but 0.00 on easy, last year's drivers 0.19 on hard, and every driver at the
+# optimistic end of its range 0.78-0.84. v2 pays only for conditions no naive forecast
+# meets, so each earns (next to) nothing on every difficulty.
+N_SEEDS = 30
+LAZY_MEAN, LAZY_SUCCESS = 0.2, 0.05
+
+
+def _drivers_forecast(
+    inst: Instance, drivers: dict[str, float], mid_rates: bool
+) -> dict[str, float]:
+    last = simulator.last_year(inst.public)
+    d = simulator._mid_rates(inst.public, drivers, last) if mid_rates else dict(drivers)
+    return simulator.complete(d, last)
+
+
+def _outside_variants(inst: Instance) -> dict[str, dict[str, float]]:
+    """Naive forecasts the generator does not compute itself: is the reward robust?"""
+    pub = inst.public
+    years = simulator.history_years(pub)
+    last = years[-1]
+    bounds = pub["bounds"]
+
+    def clip(d: dict[str, float]) -> dict[str, float]:
+        return {
+            k: min(max(v, bounds[k][0]), bounds[k][1]) if k in bounds else v for k, v in d.items()
+        }
+
+    optimistic = simulator.OPTIMISTIC["optimistic"]
+    halfway = {
+        k: last[k]
+        + 0.5 * ((bounds[k][1] if optimistic.get(k) == "max" else bounds[k][0]) - last[k])
+        if k in optimistic
+        else last[k]
+        for k in simulator.DRIVERS
+    }
+    two_year = {k: (years[-1][k] + years[-2][k]) / 2 for k in simulator.DRIVERS}
+    return {
+        "last_year_as_is": dict(last),  # last year's statements echoed: identities break
+        "two_year_average": _drivers_forecast(inst, two_year, False),
+        "grow_5_percent": _drivers_forecast(
+            inst, clip({k: last[k] * 1.05 for k in simulator.DRIVERS}), True
+        ),
+        "bounds_midpoints": _drivers_forecast(
+            inst,
+            {k: sum(bounds[k]) / 2 if k in bounds else last[k] for k in simulator.DRIVERS},
+            True,
+        ),
+        "halfway_optimistic": _drivers_forecast(inst, halfway, True),
+    }
+
+
+def _submit_score(inst: Instance, forecast: dict[str, float]) -> tuple[float, bool]:
+    ep = episode_for(inst)
+    ep.step(_turn("submit_forecast", {k: round(v, 2) for k, v in forecast.items()}))
+    if not ep.done:
+        ep.finish("no_answer")
+    r = ep.reward()
+    return r.total, r.success
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_naive_forecasts_earn_nothing(difficulty: str) -> None:
+    insts = [_instance(seed, difficulty) for seed in range(N_SEEDS)]
+    scores: dict[str, list[tuple[float, bool]]] = {}
+    for inst in insts:
+        forecasts = {**simulator.naive_forecasts(inst.public), **_outside_variants(inst)}
+        for name, f in forecasts.items():
+            scores.setdefault(name, []).append(_submit_score(inst, f))
+    assert len(scores) == 19  # trend, flat, averages, growths, optimistic ends, 5 variants
+    for name, got in scores.items():
+        mean = sum(t for t, _ in got) / len(got)
+        success = sum(s for _, s in got) / len(got)
+        assert mean <= LAZY_MEAN and success <= LAZY_SUCCESS, (difficulty, name, mean, success)
+        if name in simulator.naive_forecasts(insts[0].public):
+            assert mean == 0.0, (difficulty, name)  # by construction
+
+
+def test_hard_is_not_easier_for_a_naive_forecast() -> None:
+    means = {}
+    for difficulty in ("easy", "hard"):
+        totals = [
+            _submit_score(inst, simulator.trend_forecast(inst.public))[0]
+            for inst in (_instance(seed, difficulty) for seed in range(N_SEEDS))
+        ]
+        means[difficulty] = sum(totals) / len(totals)
+    assert means["hard"] <= means["easy"] + 0.05
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_random_and_do_nothing_agents_earn_nothing(difficulty: str) -> None:
+    from agentharness.agents.scripted import NothingAgent, RandomAgent
+
+    for agent in (RandomAgent(), NothingAgent()):
+        totals = [
+            _run(_instance(seed, difficulty), agent).reward().total  # type: ignore[arg-type]
+            for seed in range(N_SEEDS)
+        ]
+        assert sum(totals) / len(totals) <= LAZY_MEAN, (agent.name, difficulty)
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_expert_solves_every_seed(difficulty: str) -> None:
+    for seed in range(10):
+        assert _run(_instance(seed, difficulty), ExpertAgent()).reward().success

@@ -52,6 +52,14 @@ class FinanceConfig(BaseModel):
     tolerance: float = Field(
         0.5, gt=0.0, le=10.0, description="Absolute tolerance of the accounting identities."
     )
+    min_credited: int = Field(
+        1,
+        ge=1,
+        le=len(RATIO_NAMES),
+        description="At least this many conditions must be ones that no naive forecast "
+        "(extrapolations of the history, optimistic ends of the ranges) already meets; only "
+        "those earn partial credit, and no naive forecast can meet every condition.",
+    )
     free_checks: int = Field(
         8,
         ge=1,

@@ -37,6 +37,7 @@ from agentharness.tasks.finance.simulator import (
     historical_ratios,
     identities,
     last_year,
+    naive_forecasts,
     num,
     ratios,
     rules,
@@ -236,21 +237,26 @@ def _try_draw(config: FinanceConfig, rng: np.random.Generator) -> Problem | None
     chosen = [cond(r) for r in required]
     if chosen and solve_forecast_lp(public, chosen, config.margin) is None:
         return None
-    # Conditions the naive trend forecast misses come first: they make the problem real.
+    # Conditions that every naive forecast misses come first: they make the problem real
+    # (and only they earn partial credit).
     rest = [r for r in RATIO_NAMES if r in targets and r not in required]
     order = [rest[int(i)] for i in rng.permutation(len(rest))]
+    naive = naive_forecasts(public)
 
-    def trend_meets(r: str) -> bool:
-        v = defs[r].value(trend)
-        return v is not None and (v >= targets[r][0] if defs[r].higher else v <= targets[r][0])
+    def naive_meets(r: str) -> bool:
+        c = cond(r)
+        return any(c.met_by(defs[r].value(f)) for f in naive.values())
 
-    order.sort(key=trend_meets)  # stable: failing ones first, each group in random order
+    order.sort(key=naive_meets)  # stable: failing ones first, each group in random order
     for r in order:
         if len(chosen) >= config.n_conditions:
             break
         if solve_forecast_lp(public, [*chosen, cond(r)], config.margin) is not None:
             chosen.append(cond(r))
     if len(chosen) < config.n_conditions:
+        return None
+    credited = {c.ratio: not naive_meets(c.ratio) for c in chosen}
+    if sum(credited.values()) < config.min_credited:
         return None
     chosen.sort(key=lambda c: RATIO_NAMES.index(c.ratio))
     public["conditions"] = [
@@ -259,6 +265,7 @@ def _try_draw(config: FinanceConfig, rng: np.random.Generator) -> Problem | None
             "direction": "at_least" if c.higher else "at_most",
             "target": c.target,
             "best_year": public["years"][targets[c.ratio][1]],
+            "credited": credited[c.ratio],
         }
         for c in chosen
     ]
@@ -268,11 +275,10 @@ def _try_draw(config: FinanceConfig, rng: np.random.Generator) -> Problem | None
     report = evaluate(public, solution)
     if not (report.valid and report.met == len(chosen)):
         return None
-    trend_report = evaluate(public, trend)
     hidden = {
         "solution": solution,
         "solution_margin": config.margin,
-        "trend_forecast_score": trend_report.score,
+        "naive_scores": {k: round(evaluate(public, f).score(), 4) for k, f in naive.items()},
     }
     return Problem(public=public, hidden=hidden)
 
@@ -352,8 +358,9 @@ def render_problem(public: dict[str, Any]) -> str:
     for c in public["conditions"]:
         op = ">=" if c["direction"] == "at_least" else "<="
         r = defs[c["ratio"]]
+        tag = "" if c.get("credited", True) else "  [no partial credit]"
         lines.append(
-            f"- {c['ratio']} = {r.formula}  {op} {c['target']:.4f}  (best: {c['best_year']})"
+            f"- {c['ratio']} = {r.formula}  {op} {c['target']:.4f}  (best: {c['best_year']}){tag}"
         )
     keys = ", ".join(ITEMS)
     drivers = ", ".join(DRIVERS)
@@ -370,7 +377,10 @@ def render_problem(public: dict[str, Any]) -> str:
         f"Tip: choose the drivers ({drivers}) and derive every other item from the identities.",
         "",
         "## Scoring",
-        "Score = fraction of conditions met, but 0 if any identity or plausibility bound is "
-        "violated. Fewer calculate_metrics calls earn a small efficiency bonus.",
+        "0 if any identity or plausibility bound is violated. Otherwise 0.6 when every "
+        "condition is met, plus 0.3 x the fraction of the credited conditions met (those not "
+        "marked [no partial credit]), counted only once every marked condition is met too (a "
+        "naive extrapolation of the history already meets each marked one on its own), plus "
+        "up to 0.1 for few calculate_metrics calls when every condition is met.",
     ]
     return "\n".join(lines)

@@ -1,4 +1,23 @@
-"""Layer 4: re-check the submitted forecast and score it."""
+"""Layer 4: re-check the submitted forecast and score it (finance-v2).
+
+Gated to zero when no forecast was submitted or an identity or plausibility bound is
+violated. Otherwise:
+
+* ``all_conditions`` (0.6): every condition is met;
+* ``progress`` (0.3): the fraction of the *credited* conditions met, counted only once
+  every uncredited condition is met. A condition is credited when no naive forecast
+  (last year's drivers, averages, growth extrapolations, the trend forecast, drivers at
+  the optimistic ends of their ranges; see
+  :func:`~agentharness.tasks.finance.simulator.naive_forecasts`) already meets it on this
+  instance. Each uncredited condition is met by some naive forecast, so meeting them
+  is no progress on its own; the gate makes a forecast that trades them away for a
+  credited one earn nothing, and no naive forecast can meet every condition (the
+  generator keeps at least one credited);
+* ``efficiency`` (0.1): few ``calculate_metrics`` calls, paid only when every condition
+  is met.
+
+The submitted forecast is re-evaluated here; nothing the agent claimed is trusted.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +25,13 @@ from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
 from agentharness.core.tools import World
-from agentharness.tasks.finance.simulator import evaluate, normalize_forecast
+from agentharness.tasks.finance.simulator import (
+    EFFICIENCY_WEIGHT,
+    PROGRESS_WEIGHT,
+    SUCCESS_WEIGHT,
+    evaluate,
+    normalize_forecast,
+)
 from agentharness.tasks.finance.tools import FinanceWorld
 
 
@@ -18,11 +43,7 @@ def efficiency(checks: int, free_checks: int) -> float:
 
 
 def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
-    """Fraction of conditions met (x0.9) plus an efficiency bonus scaled by it (x0.1).
-
-    Gated to zero when no forecast was submitted or an identity or bound is violated.
-    The submitted forecast is re-evaluated here; nothing the agent claimed is trusted.
-    """
+    """all conditions 0.6 + credited conditions met 0.3 + efficiency 0.1 (with success)."""
     answer = world.final_answer
     if answer is None or not isinstance(answer.get("forecast"), dict):
         return Reward.zero("no forecast submitted")
@@ -34,11 +55,12 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
     n = len(report.results)
     checks = world.checks if isinstance(world, FinanceWorld) else 0
     free = int(instance.config.get("free_checks", 8))
-    eff = efficiency(checks, free)
+    eff = efficiency(checks, free) if report.all_met else 0.0
     broken = [i.item for i, _, _ in report.identity_errors] + [
         r.name for r, _, _ in report.rule_errors
     ]
     failing = [c.ratio for c, _, ok, _ in report.results if not ok]
+    uncredited = [c.ratio for c, _, _, _ in report.results if not c.credited]
     components = [
         RewardComponent(
             name="validity",
@@ -49,22 +71,38 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
             else "violated: " + ", ".join(broken),
         ),
         RewardComponent(
-            name="conditions",
-            value=report.fraction,
-            weight=0.9,
+            name="all_conditions",
+            value=float(report.all_met),
+            weight=SUCCESS_WEIGHT,
             detail=f"{report.met}/{n} met"
             + (f"; failing: {', '.join(failing)}" if failing else ""),
         ),
         RewardComponent(
+            name="progress",
+            value=report.progress,
+            weight=PROGRESS_WEIGHT,
+            detail=f"{report.credited_met}/{report.credited} credited conditions met"
+            + (
+                f"; counted only once all of {', '.join(uncredited)} (which a naive forecast "
+                f"meets) are met: {'yes' if report.uncredited_met else 'no'}"
+                if uncredited
+                else ""
+            ),
+        ),
+        RewardComponent(
             name="efficiency",
-            value=eff * report.fraction,
-            weight=0.1,
-            detail=f"{checks} calculate_metrics calls ({free} free), scaled by the conditions met",
+            value=eff,
+            weight=EFFICIENCY_WEIGHT,
+            detail=f"{checks} calculate_metrics calls ({free} free), paid only when every "
+            "condition is met",
         ),
     ]
-    success = report.valid and report.met == n
+    success = report.valid and report.all_met
     if report.valid:
-        explanation = f"valid forecast meeting {report.met}/{n} conditions"
+        explanation = (
+            f"valid forecast meeting {report.met}/{n} conditions "
+            f"({report.credited_met}/{report.credited} credited)"
+        )
     else:
         explanation = f"invalid forecast (violated: {', '.join(broken[:6])}): score 0"
     return Reward.from_components(

@@ -520,16 +520,41 @@ def historical_ratios(public: Mapping[str, Any]) -> dict[str, list[float | None]
 
 @dataclass(frozen=True)
 class Condition:
+    """``ratio`` must reach ``target`` (at least when ``higher``, else at most).
+
+    ``credited`` is False for a condition that a naive extrapolation of the history
+    already meets: it is still required for success but earns no partial credit.
+    """
+
     ratio: str
     target: float
     higher: bool
+    credited: bool = True
+
+    def met_by(self, value: float | None) -> bool:
+        if value is None:
+            return False
+        gap = (value - self.target) if self.higher else (self.target - value)
+        return gap >= -1e-9
 
 
 def conditions(public: Mapping[str, Any]) -> list[Condition]:
     return [
-        Condition(c["ratio"], float(c["target"]), c["direction"] == "at_least")
+        Condition(
+            c["ratio"],
+            float(c["target"]),
+            c["direction"] == "at_least",
+            bool(c.get("credited", True)),
+        )
         for c in public["conditions"]
     ]
+
+
+# Reward weights (finance-v2): meeting every condition, partial credit for the credited
+# conditions met, and an efficiency bonus paid only with success.
+SUCCESS_WEIGHT = 0.6
+PROGRESS_WEIGHT = 0.3
+EFFICIENCY_WEIGHT = 0.1
 
 
 @dataclass
@@ -560,9 +585,50 @@ class Report:
         return self.met / len(self.results) if self.results else 0.0
 
     @property
-    def score(self) -> float:
-        """Fraction of conditions met, zero when an identity or bound is broken."""
-        return self.fraction if self.valid else 0.0
+    def all_met(self) -> bool:
+        return bool(self.results) and self.met == len(self.results)
+
+    @property
+    def credited(self) -> int:
+        """How many conditions earn partial credit (those no naive forecast meets)."""
+        return sum(c.credited for c, _, _, _ in self.results)
+
+    @property
+    def credited_met(self) -> int:
+        return sum(c.credited and ok for c, _, ok, _ in self.results)
+
+    @property
+    def uncredited_met(self) -> bool:
+        """Whether every condition that a naive forecast already meets is met."""
+        return all(ok for c, _, ok, _ in self.results if not c.credited)
+
+    @property
+    def progress(self) -> float:
+        """Fraction of the credited conditions met, once every uncredited one is met.
+
+        A naive forecast meets each uncredited condition on its own; only a forecast that
+        meets all of them together is on its way, and only then do the credited ones
+        count. 0 when no condition is credited.
+        """
+        if not self.credited or not self.uncredited_met:
+            return 0.0
+        return self.credited_met / self.credited
+
+    def score(self, efficiency: float = 1.0) -> float:
+        """The reward of submitting this forecast (finance-v2).
+
+        Zero when an identity or bound is broken; otherwise 0.6 when every condition is
+        met, plus 0.3 x :attr:`progress`, plus 0.1 x ``efficiency`` when every condition
+        is met.
+        """
+        if not self.valid:
+            return 0.0
+        done = float(self.all_met)
+        return (
+            SUCCESS_WEIGHT * done
+            + PROGRESS_WEIGHT * self.progress
+            + EFFICIENCY_WEIGHT * efficiency * done
+        )
 
 
 def evaluate(public: Mapping[str, Any], forecast: Mapping[str, float]) -> Report:
@@ -605,7 +671,7 @@ def evaluate(public: Mapping[str, Any], forecast: Mapping[str, float]) -> Report
             rep.results.append((cond, None, False, None))
             continue
         gap = (rv - cond.target) if cond.higher else (cond.target - rv)
-        rep.results.append((cond, rv, gap >= -1e-9, gap))
+        rep.results.append((cond, rv, cond.met_by(rv), gap))
     return rep
 
 
@@ -762,6 +828,123 @@ def trend_forecast(public: Mapping[str, Any]) -> dict[str, float]:
     payout = last["dividends"] / last["net_income"] if last["net_income"] > 0 else 0.0
     d["dividends"] = clip("dividends", max(ni, 0.0) * payout)
     return complete(d, last)
+
+
+# The "optimistic" naive forecasts: drivers pushed to the favourable end of their stated
+# ranges (revenue up, costs and working capital down, ...), the rest kept flat.
+OPTIMISTIC: dict[str, dict[str, str]] = {
+    "optimistic_margins": {"revenue": "max", "cogs": "min", "sga": "min", "rnd": "min"},
+    "optimistic": {
+        "revenue": "max",
+        "cogs": "min",
+        "sga": "min",
+        "rnd": "min",
+        "depreciation": "min",
+        "receivables": "min",
+        "inventory": "min",
+        "payables": "max",
+        "short_term_debt": "min",
+        "long_term_debt": "min",
+        "dividends": "min",
+    },
+    "optimistic_invest": {
+        "revenue": "max",
+        "cogs": "min",
+        "sga": "min",
+        "rnd": "max",
+        "depreciation": "min",
+        "capex": "max",
+        "receivables": "min",
+        "inventory": "min",
+        "payables": "max",
+        "short_term_debt": "min",
+        "long_term_debt": "min",
+        "dividends": "max",
+    },
+}
+
+
+def _mid_rates(
+    public: Mapping[str, Any], drivers: Mapping[str, float], last: Mapping[str, float]
+) -> dict[str, float]:
+    """``drivers`` with interest and tax at the middle of their allowed rates."""
+    d = dict(drivers)
+    avg_debt = (
+        last["short_term_debt"]
+        + last["long_term_debt"]
+        + d["short_term_debt"]
+        + d["long_term_debt"]
+    ) / 2
+    d["interest_expense"] = sum(public["interest_rate_range"]) / 2 * avg_debt
+    pretax = d["revenue"] - d["cogs"] - d["sga"] - d["rnd"] - d["depreciation"]
+    pretax -= d["interest_expense"]
+    d["tax"] = max(pretax, 0.0) * sum(public["tax_rate_range"]) / 2
+    return d
+
+
+def naive_forecasts(public: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Forecasts anyone can write without working on the conditions, by name.
+
+    Each extrapolates the history's drivers one naive way and derives the other items
+    through the identities: ``trend`` (:func:`trend_forecast`), ``flat`` (last year's
+    drivers), ``flat_rates`` (last year's drivers, interest and tax at mid rates),
+    ``average`` (the historical mean of each driver), ``cagr`` (each driver at its own
+    compound growth), ``last_growth`` (each driver at its last year's growth),
+    ``scaled`` (every driver at the average revenue growth), and the last four with their
+    drivers clipped to the stated ranges (``..._clipped``), and the optimistic ones of
+    :data:`OPTIMISTIC` (drivers at the favourable end of their ranges, interest and tax at
+    mid rates). A condition that any of them meets (valid or not) earns no partial credit.
+    """
+    years = history_years(public)
+    last = years[-1]
+    n = len(years) - 1
+    growth = [years[t]["revenue"] / years[t - 1]["revenue"] - 1 for t in range(1, len(years))]
+    g = float(np.mean(growth)) if growth else 0.0
+
+    def grown(k: str, rate: float) -> float:
+        return last[k] * (1.0 + rate)
+
+    def own_rate(k: str, first: Mapping[str, float], periods: int) -> float:
+        a, b = first[k], last[k]
+        if a <= 0 or b <= 0 or periods < 1:
+            return 0.0
+        return float((b / a) ** (1.0 / periods) - 1.0)
+
+    prior = years[-2] if len(years) >= 2 else last
+    drafts: dict[str, dict[str, float]] = {
+        "flat": {k: last[k] for k in DRIVERS},
+        "average": {k: float(np.mean([y[k] for y in years])) for k in DRIVERS},
+        "cagr": {k: grown(k, own_rate(k, years[0], n)) for k in DRIVERS},
+        "last_growth": {k: grown(k, own_rate(k, prior, 1)) for k in DRIVERS},
+        "scaled": {k: grown(k, g) for k in DRIVERS},
+    }
+    flat_rates = _mid_rates(public, drafts["flat"], last)
+    drafts["flat_rates"] = flat_rates
+    bounds = public["bounds"]
+
+    def clipped(d: Mapping[str, float]) -> dict[str, float]:
+        out = dict(d)
+        for k, (lo, hi) in bounds.items():
+            out[k] = min(max(out[k], lo), hi)
+        return out
+
+    for name in ("average", "cagr", "last_growth", "scaled"):
+        drafts[f"{name}_clipped"] = clipped(drafts[name])
+    for name, ends in OPTIMISTIC.items():
+        d = dict(flat_rates)
+        for k, end in ends.items():
+            d[k] = bounds[k][1] if end == "max" else bounds[k][0]
+        drafts[name] = _mid_rates(public, d, last)
+    out = {"trend": trend_forecast(public)}
+    for name, d in drafts.items():
+        out[name] = complete({k: round(v, 2) for k, v in d.items()}, last)
+    return out
+
+
+def naive_meets(public: Mapping[str, Any], cond: Condition) -> bool:
+    """Whether any naive forecast meets ``cond`` (validity aside)."""
+    ratio = ratios(last_year(public))[cond.ratio]
+    return any(cond.met_by(ratio.value(f)) for f in naive_forecasts(public).values())
 
 
 # -- input normalisation --------------------------------------------------------------

@@ -12,7 +12,7 @@ from agentharness.tasks.finance.tools import FinanceWorld
 
 TASK = TaskSpec(
     name="finance",
-    version=1,
+    version=2,
     modality="text",
     description=(
         "Forecast next year's income statement, balance sheet and cash flow so that the accounting "
@@ -28,4 +28,7 @@ TASK = TaskSpec(
     expert=FinanceExpert,
     solved_threshold=0.9,
     tags=("feedback-rich", "accounting", "linear-programming"),
+    # The expert's forecast comes from a linear programme it solves off-screen (and the
+    # generator's hidden solution as a fallback): those numbers are not in the conversation.
+    imitable=False,
 )

@@ -54,12 +54,17 @@ def format_report(
         for rule, value, why in report.rule_errors:
             shown = "undefined" if value is None else _g(value)
             lines.append(f"- {rule.text}: yours {shown} ({why})")
-    lines.append(f"Conditions met: {report.met}/{len(report.results)}")
+    lines.append(
+        f"Conditions met: {report.met}/{len(report.results)} "
+        f"(credited: {report.credited_met}/{report.credited})"
+    )
     for cond, value, ok, gap in report.results:
         op = ">=" if cond.higher else "<="
+        tag = "" if cond.credited else " [no partial credit]"
         if value is None or gap is None:
             lines.append(
-                f"- FAIL {cond.ratio} undefined (denominator <= 0), needs {op} {cond.target:.4f}"
+                f"- FAIL {cond.ratio} undefined (denominator <= 0), needs {op} "
+                f"{cond.target:.4f}{tag}"
             )
             continue
         how = (
@@ -68,14 +73,15 @@ def format_report(
             else ("matches" if ok else f"misses by {-gap:.4g}")
         )
         lines.append(
-            f"- {'PASS' if ok else 'FAIL'} {cond.ratio} {value:.4f} {op} {cond.target:.4f} ({how})"
+            f"- {'PASS' if ok else 'FAIL'} {cond.ratio} {value:.4f} {op} {cond.target:.4f} "
+            f"({how}){tag}"
         )
     values = {n: report.ratio_values.get(n) for n in RATIO_NAMES if n in report.ratio_values}
     ratio_text = " | ".join(
         f"{n} {'n/a' if v is None else format(v, '.4f')}" for n, v in values.items()
     )
     lines.append("All ratios: " + ratio_text)
-    lines.append(f"Score if submitted now: {report.score:.3f}")
+    lines.append(f"Score if submitted now: {report.score():.3f} (with the full efficiency bonus)")
     return "\n".join(lines)
 
 
@@ -123,5 +129,5 @@ class FinanceWorld(World):
         status = "valid" if report.valid else "INVALID (identity or bound violated)"
         return (
             f"Forecast submitted: {status}; {report.met}/{len(report.results)} conditions met; "
-            f"score {report.score:.3f}."
+            f"score {report.score():.3f} with the full efficiency bonus."
         )
