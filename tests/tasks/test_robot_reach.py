@@ -16,13 +16,15 @@ import pytest
 from agentharness.agents.scripted import ExpertAgent, NoisyAgent, RandomAgent
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
-from agentharness.core.messages import Message, assistant
+from agentharness.core.messages import Message, ToolOutcome, assistant
 from agentharness.core.registry import episode_for
 from agentharness.core.reward import Reward
 from agentharness.core.task import TaskConfigError
+from agentharness.imitability import imitability_check, unsourced_numbers
 from agentharness.tasks.robot_reach import TASK as SPEC
 from agentharness.tasks.robot_reach.config import RobotReachConfig
 from agentharness.tasks.robot_reach.expert import RobotReachExpert
+from agentharness.tasks.robot_reach.interaction import par_tool_calls
 from agentharness.tasks.robot_reach.problem import Hidden, Public
 from agentharness.tasks.robot_reach.reward import (
     PARTIAL_CAP,
@@ -57,7 +59,7 @@ def world(ep: Episode) -> RobotReachWorld:
     return w
 
 
-def _handmade(**overrides: Any) -> Instance:
+def _handmade(hidden_solution: tuple[float, ...] = (90.0, -90.0), **overrides: Any) -> Instance:
     """Planar 2-link arm (1 m + 1 m), target (1, 1), one circle at (1, 0.5).
 
     q = [0, 90] reaches the target through the circle; q = [90, -90] reaches it freely.
@@ -82,7 +84,11 @@ def _handmade(**overrides: Any) -> Instance:
         difficulty="easy",
         config=SPEC.make_config("easy").model_dump(mode="json"),
         public=public,
-        hidden={"solution": [90.0, -90.0]},
+        hidden={
+            "solution": list(hidden_solution),
+            "solution_distance": 0.0,
+            "solution_clearance": 0.0,
+        },
     )
 
 
@@ -561,6 +567,119 @@ def test_presets_get_harder_for_a_solver_that_ignores_obstacles() -> None:
     assert rates["hard"] <= 0.15, rates
 
 
+# -- the jacobian and the calculator ----------------------------------------------------
+
+
+def test_tools_offered() -> None:
+    assert set(RobotReachWorld.tool_specs()) == {
+        "forward_kinematics",
+        "check_collision",
+        "jacobian",
+        "solve_linear",
+        "calculate",
+        "submit_angles",
+    }
+    text = "\n".join(m.text for m in SPEC.generator.prompt(SPEC.instance(0, "easy")))
+    for name in ("jacobian(joint_angles, margin)", "solve_linear(a, b)", "calculate(expression)"):
+        assert name in text
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_jacobian_matches_finite_differences(difficulty: str) -> None:
+    # Per degree: the end effector's Jacobian and every near contact's clearance gradient.
+    inst = SPEC.instance(2, difficulty)
+    scene = scene_from_public(public(inst))
+    q = np.asarray(hidden(inst).solution) + 2.0
+    w = RobotReachWorld(inst)
+    margin = 1.0
+    data = w.execute("jacobian", {"joint_angles": q.tolist(), "margin": margin}).data
+    dims = public(inst).dims
+    ev = scene.evaluate(q)
+    assert data["offset_to_target"] == pytest.approx(list(ev.offset[:dims]), abs=1e-4)
+    assert data["distance_to_target"] == pytest.approx(ev.distance, abs=1e-5)
+    assert data["collision_free"] == ev.collision_free
+    assert data["min_clearance"] == pytest.approx(ev.min_clearance, abs=1e-5)
+    h = 1e-4
+    jac = np.asarray(data["jacobian"])
+    assert jac.shape == (dims, len(q))
+    for k in range(len(q)):
+        e = np.zeros_like(q)
+        e[k] = h
+        fd = (scene.end_effector(q + e) - scene.end_effector(q - e)) / (2 * h)
+        assert jac[:, k] == pytest.approx(fd[:dims], abs=2e-6)
+    # Near contacts: every pair below the margin, sorted by clearance, with its gradient.
+    near = data["near_contacts"]
+    expected = [c for c in ev.contacts if c.clearance < margin]
+    assert len(near) == len(expected) and len(near) > 0
+    assert [c["clearance"] for c in near] == sorted(c["clearance"] for c in near)
+
+    def clearance(q2: np.ndarray, c: dict[str, Any]) -> float:
+        match = [
+            x
+            for x in scene.evaluate(q2).contacts
+            if x.link == c["link"]
+            and x.obstacle == c.get("obstacle")
+            and x.other_link == c.get("other_link")
+        ]
+        return match[0].clearance
+
+    for c in near:
+        assert c["shortfall"] == pytest.approx(margin - c["clearance"], abs=1e-5)
+        for k in range(len(q)):
+            e = np.zeros_like(q)
+            e[k] = h
+            slope = (clearance(q + e, c) - clearance(q - e, c)) / (2 * h)
+            assert c["gradient"][k] == pytest.approx(slope, abs=2e-6)
+
+
+def test_jacobian_feedback_and_errors() -> None:
+    ep = episode_for(_handmade())
+    reply = step_call(ep, "jacobian", {"joint_angles": [0, 90]})
+    data = reply.outcome.data if reply.outcome is not None else None
+    assert isinstance(data, dict) and json.loads(reply.text) == data
+    # q = [0, 90]: the end effector is on the target, link 2 runs through the circle.
+    assert data["within_tolerance"] is True and data["collision_free"] is False
+    d = math.pi / 180
+    assert data["jacobian"][0] == pytest.approx([-d, -d], abs=1e-6)
+    assert data["jacobian"][1] == pytest.approx([d, 0.0], abs=1e-6)
+    (contact,) = data["near_contacts"]
+    assert contact["link"] == 2 and contact["obstacle"] == 1
+    assert contact["clearance"] == pytest.approx(-0.24) and "other_link" not in contact
+    assert data["margin"] == 0.01 and contact["shortfall"] == pytest.approx(0.25)
+    # Nothing near with a zero margin; the free elbow has no contact within 1 cm.
+    free = step_call(ep, "jacobian", {"joint_angles": [90, -90], "margin": 0.0}, "c2")
+    assert free.outcome is not None and free.outcome.data["near_contacts"] == []
+    assert free.outcome.data["collision_free"] is True
+    best = world(ep).best  # the jacobian tool tracks the closest configuration too
+    assert best is not None and best[1] == [0.0, 90.0]
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"joint_angles": [130.0, 0.0]}, "above its upper limit"),
+        ({"joint_angles": [0.0]}, "exactly 2 angles"),
+        ({"joint_angles": [0.0, 0.0], "margin": -0.1}, "greater than or equal to 0"),
+        ({"joint_angles": [0.0, 0.0], "margin": 5}, "less than or equal to 1"),
+    ]
+    for args, needle in cases:
+        bad = step_call(ep, "jacobian", args, "c3")
+        assert bad.outcome is not None and bad.outcome.is_error and needle in bad.text, bad.text
+    assert not ep.done
+
+
+def test_a_damped_step_from_the_tools_moves_towards_the_target() -> None:
+    # The recipe of the jacobian tool's description, through the tools only.
+    ep = episode_for(_handmade(obstacles=[]))
+    q = [60.0, -30.0]
+    before = step_call(ep, "jacobian", {"joint_angles": q}).outcome
+    assert before is not None
+    rep = before.data
+    a = [*rep["jacobian"], [0.01, 0.0], [0.0, 0.01]]
+    solved = step_call(ep, "solve_linear", {"a": a, "b": [*rep["offset_to_target"], 0, 0]}, "c2")
+    assert solved.outcome is not None
+    q2 = [x + d for x, d in zip(q, solved.outcome.data["x"], strict=True)]
+    after = step_call(ep, "forward_kinematics", {"joint_angles": q2}, "c3").outcome
+    assert after is not None
+    assert after.data["distance_to_target"] < 0.9 * rep["distance_to_target"]
+
+
 # -- expert ------------------------------------------------------------------------
 
 
@@ -569,41 +688,144 @@ def test_expert_and_noisy_expert_solve(difficulty: str) -> None:
     results = []
     for agent in (ExpertAgent(), NoisyAgent(0.5)):
         for seed in range(3):
-            ep = run_agent(agent, SPEC.instance(100 + seed, difficulty))
+            inst = SPEC.instance(100 + seed, difficulty)
+            ep = run_agent(agent, inst)
             assert ep.end_reason == "answered"
-            results.append((ep.reward().total, len(ep.tool_calls)))
+            results.append((ep.reward().total, ep))
     assert all(total >= SPEC.solved_threshold for total, _ in results)
-    assert all(calls == 3 for _, calls in results[:3])  # the clean expert: check, check, submit
+    for _, ep in results[:3]:  # the clean expert: jacobian, (solve, jacobian)..., submit
+        names = [r.name for r in ep.tool_calls]
+        assert names[0] == "jacobian" and names[-1] == "submit_angles"
+        assert set(names[1:-1]) <= {"solve_linear", "jacobian"}
+        assert len(names) <= par_tool_calls(public(ep.instance).n_joints)
+        assert not any(r.is_error for r in ep.tool_calls)
+        final = ep.tool_calls[-1].arguments["joint_angles"]
+        assert final == ep.tool_calls[-2].arguments["joint_angles"]  # the last one checked
+        assert final != list(hidden(ep.instance).solution)
 
 
-def test_expert_falls_back_when_its_candidate_is_refuted() -> None:
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_expert_is_imitable(difficulty: str) -> None:
+    # Every number in every expert action was visible before it was sent: the start is
+    # the rest pose, the straight pose or simple fractions of the limits, the systems are
+    # copied jacobian reports, each next angle is the previous plus a solved step.
+    for seed in range(3):
+        ep = run_expert(SPEC.instance(seed, difficulty))
+        assert list(unsourced_numbers(ep.messages, ep.tools)) == []
+
+
+def test_imitability_check_passes() -> None:
+    assert SPEC.imitable
+    report = imitability_check(SPEC, seeds=2)
+    assert report.actions >= 6 * 3 and not report.flagged, report.summary()
+
+
+def test_expert_steps_around_the_obstacle_on_the_handmade_arm() -> None:
+    # Only the elbow-up pose [90, -90] reaches (1, 1) without crossing the circle.
+    inst = _handmade()
+    ep = run_expert(inst)
+    assert ep.reward().success
+    names = [r.name for r in ep.tool_calls]
+    assert names[0] == "jacobian" and names[-1] == "submit_angles" and "solve_linear" in names
+    assert list(unsourced_numbers(ep.messages, ep.tools)) == []
+
+
+def test_expert_search_keeps_good_steps_and_damps_bad_ones() -> None:
+    # Levenberg-Marquardt bookkeeping, fed made-up reports: a step that lowers the cost is
+    # kept and the damping divided by 10; a worse one is dropped (the next system is the
+    # kept report's) and the damping multiplied by 10, as is a step of more than 30 degrees.
+    expert = RobotReachExpert(_handmade())
+
+    def report(offset: list[float], row: float) -> dict[str, Any]:
+        return {
+            "offset_to_target": offset,
+            "distance_to_target": math.hypot(*offset),
+            "jacobian": [[row, 0.0], [0.0, row]],
+            "near_contacts": [],
+            "min_clearance": 0.5,
+            "collision_free": True,
+        }
+
+    search = expert._search([10.0, 20.0], "Start.")
+    assert next(search)[0] == "jacobian"
+    name, args, _ = search.send(report([0.5, 0.0], 0.02))
+    assert name == "solve_linear" and args["a"][2] == [0.01, 0.0] and args["a"][0] == [0.02, 0.0]
+    assert args["b"] == [0.5, 0.0, 0.0, 0.0]
+    name, args, _ = search.send({"x": [5.0, -1.0]})
+    assert name == "jacobian" and args["joint_angles"] == [15.0, 19.0]
+    name, args, _ = search.send(report([0.9, 0.0], 0.03))  # worse: dropped
+    assert name == "solve_linear" and args["a"][0] == [0.02, 0.0] and args["a"][2] == [0.1, 0.0]
+    name, args, _ = search.send({"x": [45.0, 0.0]})  # too big: more damping, same system
+    assert name == "solve_linear" and args["a"][2] == [1.0, 0.0]
+    name, args, _ = search.send({"x": [2.0, 0.0]})
+    assert name == "jacobian" and args["joint_angles"] == [12.0, 20.0]
+    name, args, _ = search.send(report([0.1, 0.0], 0.04))  # better: kept
+    assert name == "solve_linear" and args["a"][0] == [0.04, 0.0] and args["a"][2] == [0.1, 0.0]
+    name, args, _ = search.send({"x": [-1.0, 0.0]})
+    assert name == "jacobian" and args["joint_angles"] == [11.0, 20.0]
+    name, args, _ = search.send(report([0.001, 0.0], 0.04))  # within half the tolerance
+    assert name == "submit_angles" and args["joint_angles"] == [11.0, 20.0]
+
+
+def test_expert_search_holds_angles_at_the_limits() -> None:
+    expert = RobotReachExpert(_handmade())
+    search = expert._search([100.0, 0.0], "Start.")
+    next(search)
+    search.send(
+        {
+            "offset_to_target": [0.5, 0.0],
+            "distance_to_target": 0.5,
+            "jacobian": [[0.02, 0.0], [0.0, 0.02]],
+            "near_contacts": [],
+            "min_clearance": None,
+            "collision_free": True,
+        }
+    )
+    name, args, text = search.send({"x": [25.0, -3.0]})
+    assert name == "jacobian" and args["joint_angles"] == [120.0, -3.0]  # the upper limit
+    assert "joint limit" in text
+
+
+def test_expert_gives_up_with_its_closest_collision_free_angles() -> None:
+    # Out of reach: the search stalls, and the expert submits the closest collision-free
+    # angles it checked, not a made-up answer.
+    inst = _handmade(hidden_solution=(45.0, 0.0), target=[2.5, 2.5])
+    ep = run_expert(inst)
+    assert ep.end_reason == "answered" and not ep.reward().success
+    final = ep.tool_calls[-1].arguments["joint_angles"]
+    checked = [r for r in ep.tool_calls if r.name == "jacobian" and r.data["collision_free"]]
+    assert final in [r.arguments["joint_angles"] for r in checked]
+    assert ep.reward().component("collision_free") == 1.0
+    assert len(ep.tool_calls) <= 30
+
+
+def test_expert_repeats_a_failed_call() -> None:
     inst = _handmade()
     expert = RobotReachExpert(inst)
     ep = episode_for(inst)
-    # Poison the plan: the first candidate collides, so the collision check refutes it.
-    expert.candidates = [("a bad guess", [0.0, 90.0]), ("fallback", [90.0, -90.0])]
-    while not ep.done:
-        ep.step(expert.next_turn(ep.messages))
-    assert [c.name for c in ep.tool_calls] == [
-        "forward_kinematics",
-        "check_collision",
-        "forward_kinematics",
-        "check_collision",
-        "submit_angles",
-    ]
-    assert ep.reward().success
+    first = expert.next_turn(ep.messages)
+    (tc,) = first.tool_calls or []
+    failed = Message(
+        role="tool",
+        tool_call_id=tc.id,
+        content="Error: timed out",
+        outcome=ToolOutcome(is_error=True),
+    )
+    again = expert.next_turn([*ep.messages, first, failed])
+    (tc2,) = again.tool_calls or []
+    assert tc2.function.name == tc.function.name and tc2.function.arguments == tc.function.arguments
+    assert "repeat" in again.text
 
 
 def test_expert_reads_results_as_data_not_text() -> None:
-    # With every tool message's text blanked, the expert still refutes the bad candidate
-    # and submits the good one: it decides from the outcomes alone.
+    # With every tool message's text blanked, the expert still solves: it decides from the
+    # outcomes alone.
     inst = _handmade()
     expert = RobotReachExpert(inst)
-    expert.candidates = [("a bad guess", [0.0, 90.0]), ("fallback", [90.0, -90.0])]
     ep = episode_for(inst)
     while not ep.done:
         blank = [
             m.model_copy(update={"content": ""}) if m.role == "tool" else m for m in ep.messages
         ]
         ep.step(expert.next_turn(blank))
-    assert len(ep.tool_calls) == 5 and ep.reward().success
+    assert ep.reward().success

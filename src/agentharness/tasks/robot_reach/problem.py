@@ -49,7 +49,7 @@ class Public(_Frozen):
     target: tuple[float, ...]
     tolerance: float
     self_collision: bool
-    # Every robot_reach-v2 instance has one; without it the straight pose is the start.
+    # Every robot_reach-v2 (and later) instance has one; without it the straight pose is the start.
     start: Start | None = None
 
 

@@ -1,6 +1,6 @@
 """Layer 4: re-run the kinematics and collision check on the submitted angles.
 
-The reward (robot_reach-v2) pays for reaching, not for avoiding obstacles:
+The reward (since robot_reach-v2) pays for reaching, not for avoiding obstacles:
 
 * **gate** — an answer that is invalid (wrong length, outside the joint limits) or
   collides scores 0. Being collision-free earns nothing by itself.

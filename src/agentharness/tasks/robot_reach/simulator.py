@@ -262,6 +262,32 @@ class Evaluation:
 
 
 @dataclass(frozen=True)
+class NearContact:
+    """A link closer than a margin to an obstacle or another link, and how that changes.
+
+    ``gradient`` is d(clearance)/d(joint angle) per radian, one entry per joint.
+    """
+
+    link: int
+    clearance: float
+    gradient: Array
+    obstacle: int | None = None
+    other_link: int | None = None
+
+
+@dataclass(frozen=True)
+class Linearization:
+    """:meth:`Scene.linearize`: where the arm is and how it moves, to first order."""
+
+    points: Array  # joint positions (n+1, 3), base ... end effector
+    offset: Array  # target - end effector (3)
+    distance: float
+    position_jacobian: Array  # (3, n): d(end effector)/d(joint angle) per radian
+    near: list[NearContact]  # the pairs closer than the margin
+    min_clearance: float  # over every pair (inf without any)
+
+
+@dataclass(frozen=True)
 class Scene:
     """An arm, its obstacles, the target and the success tolerance."""
 
@@ -331,26 +357,24 @@ class Scene:
             contacts=contacts,
         )
 
-    def residuals(self, q_deg: Array, margin: float) -> tuple[Array, Array, float, float]:
-        """Least-squares residuals of the expert's inverse kinematics and their Jacobian.
+    def linearize(self, q_deg: Array, margin: float) -> Linearization:
+        """The end effector's and the near clearances' first-order response to the angles.
 
-        Rows: the end-effector offset (3) and, for every link-obstacle or link-link pair
-        whose clearance is below ``margin``, ``PENALTY_WEIGHT * (margin - clearance)``.
-        The Jacobian (per radian) uses the revolute-joint rule
-        d(p_i)/d(q_k) = w_k x (p_i - p_k) for every point ``i`` beyond joint ``k``, and
-        moves each closest point with its link (the closest-point parameter is stationary).
-        Also returns the target distance and the minimum clearance.
+        The Jacobian (per radian) uses the revolute-joint rule d(p_i)/d(q_k) = w_k x (p_i -
+        p_k) for every point ``i`` beyond joint ``k``; a clearance's gradient moves each
+        closest point with its link (the closest-point parameter is stationary). Near
+        contacts are the link-obstacle pairs (link-major) and then the link-link pairs
+        whose clearance is below ``margin``.
         """
         points, _, axes = self.arm.frames_and_axes(q_deg)
         n = self.arm.n_joints
         lever = points[:, None, :] - points[None, :-1, :]  # p_i - p_k, (n+1, n, 3)
         beyond = (np.arange(n + 1)[:, None] > np.arange(n)[None, :])[:, :, None]
         jac_points = np.cross(np.broadcast_to(axes[None], lever.shape), lever) * beyond
-        offset = points[-1] - np.asarray(self.target)
-        rows = [offset]
-        jrows = [jac_points[-1].T]
+        offset = np.asarray(self.target) - points[-1]
         a, b = points[:-1], points[1:]
         r = self.arm.link_radius
+        near: list[NearContact] = []
         min_clear = math.inf
         if self.obstacles:
             centers, radii = self._obstacle_arrays
@@ -362,9 +386,12 @@ class Scene:
                 u = diff[links, obs] / np.maximum(dist[links, obs], 1e-12)[:, None]
                 tt = t[links, obs][:, None, None]
                 moving = (1.0 - tt) * jac_points[links] + tt * jac_points[links + 1]
-                rows.append(PENALTY_WEIGHT * (margin - clear[links, obs]))
                 # clearance falls as the closest point moves towards the centre (along u)
-                jrows.append(PENALTY_WEIGHT * np.einsum("knd,kd->kn", moving, u))
+                grads = -np.einsum("knd,kd->kn", moving, u)
+                near += [
+                    NearContact(int(i) + 1, float(clear[i, j]), g, obstacle=int(j) + 1)
+                    for i, j, g in zip(links, obs, grads, strict=True)
+                ]
         ii, jj = self._self_pairs
         if len(ii):
             sd, s, t2, gap = _segment_segment(a[ii], b[ii], a[jj], b[jj])
@@ -377,11 +404,40 @@ class Scene:
                 i0, j0 = ii[act], jj[act]
                 dx = (1.0 - si) * jac_points[i0] + si * jac_points[i0 + 1]
                 dy = (1.0 - ti) * jac_points[j0] + ti * jac_points[j0 + 1]
-                rows.append(PENALTY_WEIGHT * (margin - clear2[act]))
-                jrows.append(-PENALTY_WEIGHT * np.einsum("knd,kd->kn", dx - dy, u2))
-        f = np.concatenate(rows)
-        J = np.concatenate(jrows, axis=0)
-        return f, J, float(np.linalg.norm(offset)), min_clear
+                grads = np.einsum("knd,kd->kn", dx - dy, u2)
+                near += [
+                    NearContact(int(i) + 1, float(clear2[k]), g, other_link=int(j) + 1)
+                    for k, i, j, g in zip(act, i0, j0, grads, strict=True)
+                ]
+        return Linearization(
+            points=points,
+            offset=offset,
+            distance=float(np.linalg.norm(offset)),
+            position_jacobian=jac_points[-1].T,
+            near=near,
+            min_clearance=min_clear,
+        )
+
+    def residuals(self, q_deg: Array, margin: float) -> tuple[Array, Array, float, float]:
+        """Least-squares residuals of :func:`solve_ik` and their Jacobian (per radian).
+
+        Rows: the end-effector offset (3) and, for every near contact of
+        :meth:`linearize` (clearance below ``margin``),
+        ``PENALTY_WEIGHT * (margin - clearance)``. Also returns the target distance and
+        the minimum clearance.
+        """
+        lin = self.linearize(q_deg, margin)
+        f = np.concatenate(
+            [-lin.offset, [PENALTY_WEIGHT * (margin - c.clearance) for c in lin.near]]
+        )
+        J = (
+            np.concatenate(
+                [lin.position_jacobian, [-PENALTY_WEIGHT * c.gradient for c in lin.near]], axis=0
+            )
+            if lin.near
+            else lin.position_jacobian
+        )
+        return f, J, lin.distance, lin.min_clearance
 
 
 def scene_from_public(public: Public) -> Scene:

@@ -12,7 +12,7 @@ from agentharness.tasks.robot_reach.tools import RobotReachWorld
 
 TASK = TaskSpec(
     name="robot_reach",
-    version=2,
+    version=3,
     modality="text",
     description=(
         "Move an articulated arm's end effector onto a target: planar or spatial arms of 2-7 "
@@ -28,7 +28,4 @@ TASK = TaskSpec(
     expert=RobotReachExpert,
     solved_threshold=0.85,
     tags=("robotics", "kinematics", "geometry", "feedback-rich"),
-    # Its joint angles come from an inverse-kinematics solve it runs privately (and, if that
-    # fails, the hidden solution): computed, not read off the conversation.
-    imitable=False,
 )

@@ -1,4 +1,10 @@
-"""Layer 2: the per-episode world and its tools (forward kinematics, collisions, submit)."""
+"""Layer 2: the per-episode world and its tools.
+
+``forward_kinematics``, ``check_collision`` and ``jacobian`` evaluate configurations of
+the arm; ``submit_angles`` answers. ``calculate`` and ``solve_linear`` (from
+:class:`~agentharness.core.calculator.CalculatorWorld`) compute on numbers the agent
+passes in, e.g. a damped least-squares step from a ``jacobian`` report.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +15,15 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Field
 
+from agentharness.core.calculator import CalculatorWorld
 from agentharness.core.instance import Instance
-from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.core.tools import ToolError, ToolResult, tool
 from agentharness.tasks.robot_reach.problem import Public
 from agentharness.tasks.robot_reach.simulator import (
     MAX_JOINTS,
     ArmInputError,
     Evaluation,
+    Linearization,
     Scene,
     scene_from_public,
 )
@@ -23,6 +31,9 @@ from agentharness.tasks.robot_reach.simulator import (
 # Schema-level bounds: oversized arrays and absurd angles never reach the simulator.
 Angle = Annotated[float, Field(ge=-360.0, le=360.0)]
 JointAngles = Annotated[list[Angle], Field(min_length=1, max_length=MAX_JOINTS)]
+Margin = Annotated[float, Field(ge=0.0, le=1.0)]
+# The jacobian tool's default margin: contacts closer than this are reported.
+DEFAULT_MARGIN = 0.01
 
 
 def _r(x: float, nd: int = 4) -> float:
@@ -33,7 +44,40 @@ def _vec(v: np.ndarray, dims: int) -> list[float]:
     return [_r(x) for x in v[:dims]]
 
 
-class RobotReachWorld(World):
+def jacobian_report(
+    scene: Scene, q: np.ndarray, margin: float, dims: int
+) -> tuple[Linearization, dict[str, Any]]:
+    """What the ``jacobian`` tool reports for angles ``q`` (degrees): derivatives per degree."""
+    lin = scene.linearize(q, margin)
+    per_degree = math.pi / 180.0
+    near: list[dict[str, Any]] = []
+    for c in sorted(lin.near, key=lambda c: c.clearance):
+        entry: dict[str, Any] = {"link": c.link}
+        if c.obstacle is not None:
+            entry["obstacle"] = c.obstacle
+        else:
+            entry["other_link"] = c.other_link
+        entry["clearance"] = _r(c.clearance, 5)
+        entry["shortfall"] = _r(margin - c.clearance, 5)
+        entry["gradient"] = [_r(g * per_degree, 6) for g in c.gradient]
+        near.append(entry)
+    tol = scene.tolerance
+    out = {
+        "end_effector": _vec(lin.points[-1], dims),
+        "offset_to_target": _vec(lin.offset, dims),
+        "distance_to_target": _r(lin.distance, 5),
+        "tolerance": tol,
+        "within_tolerance": lin.distance <= tol,
+        "jacobian": [[_r(x * per_degree, 6) for x in row] for row in lin.position_jacobian[:dims]],
+        "margin": margin,
+        "near_contacts": near,
+        "min_clearance": None if math.isinf(lin.min_clearance) else _r(lin.min_clearance, 5),
+        "collision_free": lin.min_clearance >= 0.0,
+    }
+    return lin, out
+
+
+class RobotReachWorld(CalculatorWorld):
     """One episode: the scene and a record of the configurations tried so far."""
 
     def __init__(self, instance: Instance) -> None:
@@ -153,6 +197,30 @@ class RobotReachWorld(World):
             data=out,
             metrics={"collisions": float(len(ev.collisions))},
         )
+
+    @tool
+    def jacobian(self, joint_angles: JointAngles, margin: Margin = DEFAULT_MARGIN) -> ToolResult:
+        """How the end effector and the nearest clearances move with each joint, to first order.
+
+        Returns the end effector, its offset and distance to the target, `jacobian` (one row
+        per coordinate, one column per joint: metres per degree), every link-obstacle or
+        link-link pair with clearance below `margin` (its clearance, its shortfall = margin -
+        clearance, and its gradient in metres per degree of each joint), the minimum clearance
+        and whether the arm is collision-free. A damped least-squares step dq (degrees) is
+        solve_linear with the jacobian rows (right-hand side offset_to_target), for each near
+        pair a row with its gradient (right-hand side its shortfall), and one row per joint
+        with a damping value such as 0.01 on the diagonal (right-hand side 0); the next angles
+        are joint_angles + dq, kept within the limits.
+
+        Args:
+            joint_angles: one angle in degrees per joint, base to tip, each within its limits.
+            margin: report pairs whose clearance is below this many metres.
+        """
+        q, _ = self._evaluate(joint_angles)
+        lin, out = jacobian_report(self.scene, q, margin, self.dims)
+        if self.best is None or lin.distance < self.best[0]:
+            self.best = (lin.distance, [float(x) for x in q])
+        return ToolResult(text=json.dumps(out), data=out, metrics={"distance": lin.distance})
 
     @tool(final=True)
     def submit_angles(self, joint_angles: JointAngles) -> ToolResult:
