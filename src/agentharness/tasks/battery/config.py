@@ -17,21 +17,23 @@ from agentharness.tasks.battery.simulator import (
 class BatteryConfig(BaseModel):
     """Generator knobs. Each field can be overridden with ``make(..., knob=value)``.
 
-    An instance draws its operating conditions (C-rate, ambient temperature, natural
-    convection) from the ranges below, then how hard the cell is pushed (the thickness of
-    a seed electrode at porosity 0.3, whose peak temperature sets the thermal budget). The
-    generator then finds, with the simulator, the porosity that stores the most energy per
-    kilogram at that peak temperature: that design is the hidden solution, its specific
-    energy is the target and the limit sits a ``temperature_margin`` fraction of its
-    temperature rise above its peak. So
-    the feasible designs form a thin sliver just under the limit along the best porosities,
-    and it moves with every draw.
+    An instance draws how hard the cell is pushed (the thickness of a seed electrode at
+    porosity 0.3, whose peak temperature sets the thermal budget), then a C-rate that
+    electrode sustains, the ambient temperature, natural convection and (with
+    ``choose_cooling``) one of the cooling systems on offer. The generator then finds, with
+    the simulator, the porosity (and cooling) that stores the most energy per kilogram at
+    that peak temperature: that design is the hidden solution, its specific energy is the
+    target and the limit sits a ``temperature_margin`` fraction of its temperature rise
+    above its peak. So the feasible designs form a thin sliver just under the limit along
+    the best porosities, and it moves with every draw.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     c_rate: tuple[float, float] = Field(
-        (0.6, 2.0), description="range the discharge C-rate is drawn from (rounded to 0.05)"
+        (0.6, 2.0),
+        description="range the discharge C-rate is drawn from (rounded to 0.05), capped by what "
+        "the seed electrode sustains without running out of electrolyte",
     )
     ambient_c: tuple[float, float] = Field(
         (10.0, 40.0), description="range the ambient temperature (°C) is drawn from"
@@ -43,9 +45,9 @@ class BatteryConfig(BaseModel):
     )
     thickness_um: tuple[float, float] = Field(
         (35.0, 115.0),
-        description="range the seed electrode's thickness (at porosity 0.3) is drawn from; "
-        "capped per instance below the C-rate's transport limit. Its peak temperature is the "
-        "hidden design's. Drawn log-uniformly.",
+        description="range the seed electrode's thickness (at porosity 0.3) is drawn from, "
+        "log-uniformly, below what the slowest C-rate sustains; its peak temperature is the "
+        "hidden design's",
     )
     choose_cooling: bool = Field(
         False,
