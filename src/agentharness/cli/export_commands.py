@@ -143,7 +143,8 @@ def export_rl_command(
     if format == "verl":
         tools_yaml, interaction_yaml = config_paths(out)
         console.print(
-            f"verl tool config: {tools_yaml}\nverl interaction config: {interaction_yaml}"
+            f"verl tool config: {tools_yaml}\n"
+            f"verl interaction config (read by verl <= 0.7 only): {interaction_yaml}"
         )
 
 
