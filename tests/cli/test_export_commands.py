@@ -128,3 +128,10 @@ def test_report_html(run_dir: Path, tmp_path: Path) -> None:
     assert '<img src="data:image/png;base64,' in page and f'id="task-{get_task("thermal").id}"' in page
     r = invoke("report", tmp_path / "nope", "--html", out)
     assert r.exit_code == 2 and "does not exist" in r.output
+
+
+def test_export_sft_split_modality(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sft.jsonl"
+    r = invoke("export", "sft", run_dir, "-o", out, "--split-modality")
+    assert r.exit_code == 0 and f"wrote 8 rows to {tmp_path / 'sft.text.jsonl'}" in r.output
+    assert len(lines(tmp_path / "sft.text.jsonl")) == 8 and not out.exists()

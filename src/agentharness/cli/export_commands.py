@@ -73,10 +73,18 @@ def export_sft_command(
     no_images: Annotated[
         bool, typer.Option("--no-images", help="replace images with a text placeholder")
     ] = False,
+    split_modality: Annotated[
+        bool,
+        typer.Option(
+            "--split-modality",
+            help="write text-only rows to OUT_STEM.text.jsonl and image rows to "
+            "OUT_STEM.vision.jsonl instead of one mixed file",
+        ),
+    ] = False,
     allow_mixed_versions: MixedOpt = False,
 ) -> None:
     """Conversational JSONL (messages + tools [+ images]) for HF datasets and TRL's SFTTrainer."""
-    from agentharness.export.sft import export_sft, images_dir_for
+    from agentharness.export.sft import export_sft, images_dir_for, modality_paths
 
     n = _run(
         lambda: export_sft(
@@ -86,9 +94,14 @@ def export_sft_command(
             tool_format=tool_format,
             images=not no_images,
             allow_mixed_versions=allow_mixed_versions,
+            split_modality=split_modality,
         )
     )
-    console.print(f"wrote {n} rows to {out}")
+    if split_modality:
+        written = [p for p in modality_paths(out) if p.is_file()]
+        console.print(f"wrote {n} rows to {' and '.join(map(str, written))}")
+    else:
+        console.print(f"wrote {n} rows to {out}")
     if images_dir_for(out).is_dir():
         console.print(f"images in {images_dir_for(out)}")
 
