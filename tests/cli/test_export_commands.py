@@ -135,3 +135,14 @@ def test_export_sft_split_modality(run_dir: Path, tmp_path: Path) -> None:
     r = invoke("export", "sft", run_dir, "-o", out, "--split-modality")
     assert r.exit_code == 0 and f"wrote 8 rows to {tmp_path / 'sft.text.jsonl'}" in r.output
     assert len(lines(tmp_path / "sft.text.jsonl")) == 8 and not out.exists()
+
+
+def test_export_inspect(run_dir: Path, tmp_path: Path) -> None:
+    from inspect_ai.log import read_eval_log
+
+    out = tmp_path / "logs" / "run.eval"
+    r = invoke("export", "inspect", run_dir, "-o", out)
+    assert r.exit_code == 0 and "wrote 8 samples" in r.output, r.output
+    assert len(read_eval_log(str(out)).samples or []) == 8
+    r = invoke("export", "inspect", run_dir, "-o", tmp_path / "x.txt")
+    assert r.exit_code == 2 and ".eval or .json" in r.output

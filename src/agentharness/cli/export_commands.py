@@ -17,7 +17,8 @@ from agentharness.cli.app import app, console, fail, warn
 T = TypeVar("T")
 
 export_app = typer.Typer(
-    help="Export runs as training data: SFT JSONL, RL prompts (verl parquet / TRL JSONL), GRPO groups.",
+    help="Export runs as training data (SFT JSONL, RL prompts for verl / TRL, GRPO groups) "
+    "or as an inspect_ai log.",
     no_args_is_help=True,
 )
 app.add_typer(export_app, name="export")
@@ -159,6 +160,22 @@ def export_rl_command(
             f"verl tool config: {tools_yaml}\n"
             f"verl interaction config (read by verl <= 0.7 only): {interaction_yaml}"
         )
+
+
+@export_app.command("inspect")
+def export_inspect_command(
+    runs: RunsArg,
+    out: Annotated[
+        Path,
+        typer.Option("-o", "--out", help="log file to write: .eval or .json", show_default=False),
+    ],
+    allow_mixed_versions: MixedOpt = False,
+) -> None:
+    """An inspect_ai eval log (samples, tool calls, scores with the reward breakdown) for `inspect view`."""
+    from agentharness.export.inspect_log import export_inspect
+
+    n = _run(lambda: export_inspect(runs, out, allow_mixed_versions=allow_mixed_versions))
+    console.print(f"wrote {n} samples to {out}; open it with: inspect view --log-dir {out.parent}")
 
 
 @export_app.command("groups")
