@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
@@ -274,3 +275,41 @@ def test_every_link_of_the_html_report_opens_a_viewer_page(
         if link.startswith("/?"):
             assert 'class="count">0 episode' not in r.body.decode(), link
     assert 'class="view"' not in write_html_report(view_runs, tmp_path / "plain.html").read_text()
+
+
+def test_bootcamp_view_serves_until_stopped(view_runs: Path) -> None:
+    import subprocess
+    import sys
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentharness.cli.main", "view", str(view_runs), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        url = re.search(r"http://\S+/", line)
+        assert url, line
+        totals = []
+        for _ in range(600):  # the index fills in the background; the page answers meanwhile
+            with urllib.request.urlopen(url.group(0) + "api/episodes?per=200", timeout=60) as r:
+                totals.append(json.loads(r.read())["total"])
+            if totals[-1] == 62:
+                break
+            time.sleep(0.1)
+        assert totals[-1] == 62 and totals == sorted(totals)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_bootcamp_view_bad_path_is_a_one_line_error(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentharness.cli.main import app
+
+    r = CliRunner().invoke(app, ["view", str(tmp_path / "missing")])
+    assert r.exit_code == 2 and "does not exist" in r.output
