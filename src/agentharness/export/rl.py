@@ -44,12 +44,14 @@ imported here.
 instance::
 
     {"prompt": [OpenAI chat messages], "instance": "<Instance JSON>", "task": "thermal-v1",
-     "instance_id": "...", "difficulty": "easy", "seed": 3}
+     "environment": "thermal-v1", "instance_id": "...", "difficulty": "easy", "seed": 3}
 
 plus, when some prompt has images, ``"images": [paths]`` with ``{"type": "image"}``
 placeholders in the message contents (TRL's VLM layout; files under ``<out stem>_images/``).
 The trainer builds the environment from ``instance`` (``agentharness.episode_for``), so
-tools are not repeated in the rows.
+tools are not repeated in the rows; ``environment`` is the column TRL's ``GRPOTrainer`` reads
+to pick each row's environment when given several
+(:func:`agentharness.train.trl.environment_factory`).
 
 **GRPO groups** (:func:`grpo_groups`): the rollouts of one instance by one agent form a
 group; advantages are ``(r - mean) / (std + eps)`` with the sample standard deviation
@@ -315,6 +317,7 @@ def trl_rows(
                 "prompt": prompt,
                 "instance": inst.model_dump_json(),
                 "task": inst.task,
+                "environment": inst.task,
                 "instance_id": inst.instance_id,
                 "difficulty": inst.difficulty,
                 "seed": inst.seed,
