@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log  # the test extra installs inspect_ai
 
-from agentharness import make
+from agentharness import get_task, make
 from agentharness.core.messages import ToolCall, assistant
 from agentharness.export.common import ExportError
 from agentharness.export.inspect_log import export_inspect
@@ -40,7 +40,7 @@ def test_the_log_reads_back_with_samples_messages_calls_and_scores(
     out = tmp_path / "logs" / "run.eval"
     assert export_inspect([marked_run], out) == 1
     log = read_eval_log(str(out))
-    assert log.status == "success" and log.eval.task == "guess-v1"
+    assert log.status == "success" and log.eval.task == get_task("guess").id
     assert log.eval.model == "agentharness/scripted"
     (sample,) = log.samples or []
     (record,) = RunDir(marked_run).episodes()

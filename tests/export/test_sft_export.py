@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from export_helpers import tiny_tokenizer, trl_template
 
+from agentharness import get_task
 from agentharness.agents.local import LocalAgent
 from agentharness.core.messages import ToolCall, assistant, tool_message, user
 from agentharness.export.sft import export_sft, images_dir_for, modality_paths, sft_rows
@@ -144,7 +145,7 @@ def test_mixed_modalities_warn_and_split_into_one_file_each(
     text, vision = read_jsonl(text_path), read_jsonl(vision_path)
     assert len(text) + len(vision) == n and text and vision
     assert all("images" not in r for r in text) and all(r["images"] for r in vision)
-    assert {r["task"] for r in vision} == {"tsp_vision-v2"}
+    assert {r["task"] for r in vision} == {get_task("tsp_vision").id}
     assert all(Path(p).is_file() for r in vision for p in r["images"])
 
     # TRL takes the text file for what it is; the mixed file looks like a vision dataset.

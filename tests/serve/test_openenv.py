@@ -36,7 +36,7 @@ def test_openenvs_client_plays_an_episode_over_the_websocket(serve: ServerFactor
         obs = result.observation
         assert [m["role"] for m in obs["messages"]] == ["system", "user"]
         assert {t["function"]["name"] for t in obs["tools"]} >= {"look", "go", "enter_code"}
-        assert obs["metadata"]["task"] == "escape_room-v1"
+        assert obs["metadata"]["task"] == get_task("escape_room").id
         for i, turn in enumerate(turns):
             result = env.step({"message": turn})
             assert result.done == (i == len(turns) - 1)

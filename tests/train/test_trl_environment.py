@@ -145,7 +145,7 @@ def test_one_grpo_step_through_trls_environment_factory(
     )
     result = trainer.train()
     assert result.global_step == 1
-    assert seen and {task for task, _ in seen} <= {"guess-v1", "letters-v1"}
+    assert seen and {task for task, _ in seen} <= {get_task("guess").id, get_task("letters").id}
     assert all(0.0 <= value <= 1.0 for _, value in seen)
     logged = trainer.state.log_history[0]
     assert any(key.startswith("rewards/") for key in logged), logged

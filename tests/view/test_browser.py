@@ -14,7 +14,10 @@ from typing import Any
 
 import pytest
 
+from agentharness import get_task
 from agentharness.view import ViewerApp, make_server
+
+TSP = get_task("tsp_vision").id
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -90,8 +93,8 @@ def test_the_episode_table_renders_filters_and_sorts(page: Any, base_url: str) -
     assert len(rows(page)) == 50  # first page
 
     with page.expect_navigation():  # choosing a task submits the form (view.js)
-        page.select_option("select[name=task]", "tsp_vision-v2")
-    assert [r["task"] for r in rows(page)] == ["tsp_vision-v2"]
+        page.select_option("select[name=task]", TSP)
+    assert [r["task"] for r in rows(page)] == [TSP]
 
     page.goto(base_url + "/")
     with page.expect_navigation():
@@ -138,7 +141,7 @@ def test_an_episode_page_shows_the_transcript_and_its_images_load(page: Any, bas
     img.scroll_into_view_if_needed()
     page.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
 
-    page.goto(base_url + "/?task=tsp_vision-v2")
+    page.goto(base_url + f"/?task={TSP}")
     with page.expect_navigation():
         page.click("#episodes tbody tr a")
     images = page.locator("img.inline")
@@ -173,6 +176,6 @@ def test_the_html_report_links_into_the_viewer(
     report = write_html_report(view_runs, tmp_path / "report.html", base_url)
     page.goto(report.as_uri())
     with page.expect_navigation():
-        page.locator("#task-tsp_vision-v2 a.view").first.click()
+        page.locator(f"#task-{TSP} a.view").first.click()
     assert page.url.startswith(base_url)
-    assert [r["task"] for r in rows(page)] == ["tsp_vision-v2"]
+    assert [r["task"] for r in rows(page)] == [TSP]

@@ -14,9 +14,12 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
+from agentharness import get_task
 from agentharness.store import RunDir
 from agentharness.view import ViewerApp, ViewError, open_runs
 from agentharness.view.pages import message_kinds
+
+GUESS, TSP = get_task("guess").id, get_task("tsp_vision").id
 
 
 @pytest.fixture(scope="module")
@@ -39,17 +42,16 @@ def test_runs_are_named_like_the_html_report(app: ViewerApp) -> None:
     assert sorted(app.runs) == ["after", "before"]
     before = app.runs["before"].rows()
     assert len(before) == 32 and len(app.runs["after"].rows()) == 30
-    assert {r.task for r in before} == {"guess-v1", "tsp_vision-v2"}
+    assert {r.task for r in before} == {GUESS, TSP}
 
 
 def test_filters_select_only_matching_episodes(app: ViewerApp) -> None:
     everything = api(app, per=200)
     assert everything["total"] == 62
-    only = api(app, run="before", task="guess-v1", success="no", per=200)
+    only = api(app, run="before", task=GUESS, success="no", per=200)
     assert only["total"] > 0
     assert all(
-        e["run"] == "before" and e["task"] == "guess-v1" and not e["success"]
-        for e in only["episodes"]
+        e["run"] == "before" and e["task"] == GUESS and not e["success"] for e in only["episodes"]
     )
     high = api(app, min_reward=0.975, per=200)["episodes"]
     low = api(app, max_reward=0.975, per=200)["episodes"]
@@ -130,7 +132,7 @@ def test_compare_pairs_instances_and_shows_them_side_by_side(app: ViewerApp) -> 
 
 
 def test_an_episode_page_links_the_same_instance_in_other_runs(app: ViewerApp) -> None:
-    row = next(r for r in app.runs["before"].rows() if r.task == "guess-v1")
+    row = next(r for r in app.runs["before"].rows() if r.task == GUESS)
     _, body = get(app, "/episode", run="before", id=row.episode_id)
     assert 'class="side-by-side"' in body and "after" in body
 

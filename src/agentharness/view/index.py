@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentharness.core.instance import Instance
+from agentharness.core.messages import ImagePart, ImageURL
 from agentharness.store.run import (
     EPISODES,
     FILE_PREFIX,
@@ -261,17 +262,19 @@ class RunIndex:
     def file(self, relative: str) -> Path | None:
         """An image file of this run named relative to it; ``None`` if it is not one.
 
-        The resolved path (symlinks followed) must lie inside the run directory.
+        The store's own check decides (:meth:`RunDir.image_path`): the resolved path,
+        symlinks followed, must be a file under the run's ``images/``.
         """
         if not relative or "\x00" in relative:
             return None
-        target = self.root / relative
-        if not _inside(self.root, target):
+        part = ImagePart(image_url=ImageURL(url=FILE_PREFIX + relative))
+        try:
+            path = self.run.image_path(part)
+        except (RunDirError, OSError, RuntimeError):  # outside, missing, or a symlink loop
             return None
-        target = target.resolve()
-        if target.suffix.lower() not in IMAGE_TYPES or not target.is_file():
+        if path is None or path.suffix.lower() not in IMAGE_TYPES:
             return None
-        return target
+        return path
 
 
 def image_path_of(url: str) -> str | None:

@@ -331,6 +331,11 @@ def transcript(record: EpisodeRecord, run: str) -> str:
         elif kind == "tool":
             rec = calls.get(m.tool_call_id or "")
             head.append(f"<code>{esc(m.name or '')}</code>")
+            if m.outcome is not None and m.outcome.data is not None:
+                extra += (
+                    "<details><summary>result data</summary>"
+                    f"<pre>{esc(_pretty_json(m.outcome.data))}</pre></details>"
+                )
             if m.tool_call_id:
                 head.append(f'<span class="note">{esc(m.tool_call_id)}</span>')
             if rec is not None:
