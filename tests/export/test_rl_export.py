@@ -51,9 +51,11 @@ def test_verl_parquet_has_the_documented_columns_and_types(text_run: Path, tmp_p
         "task",
         "instance_id",
         "need_tools_kwargs",
+        "tool_selection",
         "tools_kwargs",
         "interaction_kwargs",
     ]
+    assert extra.field("tool_selection").type == pa.list_(STR)
     assert extra.field("index").type == pa.int64()
     assert extra.field("need_tools_kwargs").type == pa.bool_()
     assert extra.field("interaction_kwargs").type == pa.struct(
@@ -103,6 +105,7 @@ def test_verl_configs_follow_verls_yaml_layout(text_run: Path, tmp_path: Path) -
         assert t["config"]["type"] == "native" and t["config"]["tasks"]
         assert t["tool_schema"]["type"] == "function"
         assert verl_schema_problems(t["tool_schema"]) == []
+    assert interaction_yaml.read_text().startswith("# For verl <= 0.7 only")  # 0.8+ ignores it
     (interaction,) = yaml.safe_load(interaction_yaml.read_text())["interaction"]
     assert interaction == {"name": INTERACTION_NAME, "class_name": INTERACTION_CLASS, "config": {}}
 

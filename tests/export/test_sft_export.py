@@ -2,15 +2,17 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 from export_helpers import tiny_tokenizer, trl_template
 
+from agentharness import get_task
 from agentharness.agents.local import LocalAgent
 from agentharness.core.messages import ToolCall, assistant, tool_message, user
-from agentharness.export.sft import export_sft, images_dir_for, sft_rows
+from agentharness.export.sft import export_sft, images_dir_for, modality_paths, sft_rows
 from agentharness.store.run import RunDir
 
 
@@ -81,12 +83,11 @@ def test_trl_chat_template_with_tools_accepts_rows(text_run: Path, tmp_path: Pat
         assert '"arguments": "' not in text  # never double-encoded
 
 
-def test_sft_trainer_prepares_both_layouts(text_run: Path, tmp_path: Path) -> None:
+def tiny_text_model(tok: Any) -> Any:
+    """A one-layer Llama over ``tok``: a text-only model for TRL's SFTTrainer."""
     from transformers import LlamaConfig, LlamaForCausalLM
-    from trl import SFTConfig, SFTTrainer
 
-    tok = tiny_tokenizer(trl_template("qwen2_5"))
-    model = LlamaForCausalLM(
+    return LlamaForCausalLM(
         LlamaConfig(
             vocab_size=len(tok),
             hidden_size=16,
@@ -97,6 +98,13 @@ def test_sft_trainer_prepares_both_layouts(text_run: Path, tmp_path: Path) -> No
             max_position_embeddings=65536,
         )
     )
+
+
+def test_sft_trainer_prepares_both_layouts(text_run: Path, tmp_path: Path) -> None:
+    from trl import SFTConfig, SFTTrainer
+
+    tok = tiny_tokenizer(trl_template("qwen2_5"))
+    model = tiny_text_model(tok)
     args = SFTConfig(
         output_dir=str(tmp_path / "trainer"), report_to=[], max_length=None, use_cpu=True
     )
@@ -118,6 +126,48 @@ def test_sft_trainer_prepares_both_layouts(text_run: Path, tmp_path: Path) -> No
             assert f'"name": "{c["function"]["name"]}"' in trained
         assert trained.endswith("<|im_end|>\n")
         assert trained.count("<|im_end|>") == 1
+
+
+def test_mixed_modalities_warn_and_split_into_one_file_each(
+    text_run: Path, vision_run: Path, tmp_path: Path
+) -> None:
+    from trl import SFTConfig, SFTTrainer
+
+    mixed = tmp_path / "mixed.jsonl"
+    with pytest.warns(UserWarning, match="--split-modality"):
+        n = export_sft([text_run, vision_run], mixed)
+    out = tmp_path / "split.jsonl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert export_sft([text_run, vision_run], out, split_modality=True) == n
+    text_path, vision_path = modality_paths(out)
+    assert not out.exists() and text_path.name == "split.text.jsonl"
+    text, vision = read_jsonl(text_path), read_jsonl(vision_path)
+    assert len(text) + len(vision) == n and text and vision
+    assert all("images" not in r for r in text) and all(r["images"] for r in vision)
+    assert {r["task"] for r in vision} == {get_task("tsp_vision").id}
+    assert all(Path(p).is_file() for r in vision for p in r["images"])
+
+    # TRL takes the text file for what it is; the mixed file looks like a vision dataset.
+    tok = tiny_tokenizer(trl_template("qwen2_5"))
+    args = SFTConfig(output_dir=str(tmp_path / "t"), report_to=[], max_length=None, use_cpu=True)
+    trainer = SFTTrainer(
+        model=tiny_text_model(tok), args=args, train_dataset=load(text_path), processing_class=tok
+    )
+    assert len(trainer.train_dataset) == len(text)
+    with pytest.raises(ValueError, match="vision-language model"):
+        SFTTrainer(
+            model=tiny_text_model(tok), args=args, train_dataset=load(mixed), processing_class=tok
+        )
+
+
+def test_split_modality_of_a_single_modality_writes_one_file(
+    text_run: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "only.jsonl"
+    n = export_sft([text_run], out, split_modality=True)
+    text_path, vision_path = modality_paths(out)
+    assert len(read_jsonl(text_path)) == n and not vision_path.exists()
 
 
 def test_per_turn_rows_are_prefixes(text_run: Path) -> None:

@@ -73,6 +73,44 @@ def test_sft_changes_parameters_with_finite_losses(sft_run: Path, smol_checkpoin
     assert changed_tensors(weights(smol_checkpoint), weights(sft_run / "final")) > 10
 
 
+def test_sft_reports_checkpoints_resumes_and_shows_progress(
+    sft_run: Path, smol_checkpoint: Path
+) -> None:
+    """--report-to tensorboard, --save-steps, --resume and the progress bar, via the CLI."""
+    data = sft_run.parent / "sft.jsonl"
+    out = sft_run.parent / "resumable"
+    common = [
+        "train", "sft", "--data", str(data), "--out", str(out), "--model", str(smol_checkpoint),
+        "--max-length", "320", "--truncation", "keep_end", "--lr", "1e-4",
+    ]  # fmt: skip
+    r = CliRunner().invoke(app, [*common, "--resume"])
+    assert r.exit_code == 2 and "no checkpoint under" in r.output  # nothing to resume yet
+    r = CliRunner().invoke(app, [*common, "--report-to", "no-such-tracker"])
+    assert r.exit_code == 2 and "no such tracker installed" in r.output
+
+    r = CliRunner().invoke(
+        app, [*common, "--max-steps", "2", "--save-steps", "1", "--report-to", "tensorboard"]
+    )
+    assert r.exit_code == 0, r.output
+    assert "2/2" in r.output  # the progress bar (on by default)
+    assert {p.name for p in (out / "trainer").glob("checkpoint-*")} == {
+        "checkpoint-1",
+        "checkpoint-2",
+    }
+    assert list(out.rglob("events.out.tfevents.*"))  # TensorBoard got the losses
+
+    r = CliRunner().invoke(
+        app, [*common, "--max-steps", "3", "--save-steps", "1", "--resume", "--no-progress"]
+    )
+    assert r.exit_code == 0, r.output
+    assert "3/3" not in r.output
+    summary = json.loads((out / "train_summary.json").read_text())
+    # Steps 1-2 came back with the checkpoint (its log history), step 3 was trained now.
+    assert summary["steps"] == 3 and len(summary["losses"]) == 3
+    assert (out / "trainer" / "checkpoint-3").is_dir()
+    assert not (out / "trainer" / "checkpoint-1").exists()  # only the last two are kept
+
+
 def test_local_agent_loads_the_trained_checkpoint(sft_run: Path) -> None:
     from agentharness.agents.local import LocalAgent
 

@@ -7,8 +7,10 @@ without it the same methods are driven directly.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
+import warnings
 from types import SimpleNamespace
 from typing import Any
 
@@ -24,14 +26,14 @@ TASK = "escape_room"
 
 
 def expert_run(instance: Instance) -> tuple[list[tuple[str, dict[str, Any]]], list[str], float]:
-    """The expert's tool calls, the tool results it saw and its reward, via the Episode API."""
+    """The expert's tool calls, the bare tool results it saw and its reward (Episode API)."""
     spec = get_task(instance.task)
     episode = episode_for(instance)
     policy = spec.expert(instance)
     texts: list[str] = []
     while not episode.done:
         obs = episode.step(policy.next_turn(list(episode.messages)))
-        texts.append("\n".join(as_plain_text(m).text for m in obs.messages))
+        texts.append("\n".join(m.text for m in obs.messages if m.text))
     calls = [(c.name, c.arguments) for c in episode.tool_calls]
     return calls, texts, episode.reward().total
 
@@ -116,6 +118,8 @@ def test_agent_loop_call_sequence(instance: Instance, tmp_path: Any) -> None:
 
     seen = asyncio.run(play())
     assert seen == texts  # the same world answered the same calls
+    # verl sends these as tool messages and the chat template adds <tool_response>: not us.
+    assert not any("<tool_response>" in t for t in seen)
     assert agent_data.extra_fields[V.REWARD_FIELD] == pytest.approx(expected)
     scored = V.compute_score(
         f"agentharness/{instance.task}", "", instance.model_dump_json(), agent_data.extra_fields
@@ -235,51 +239,27 @@ def test_session_store_is_bounded(instance: Instance) -> None:
     assert store.reward("c") == 0.0 and store.get("c") is None
 
 
-def test_verl_agent_loop_plays_an_exported_row_end_to_end(
-    instance: Instance, tmp_path: Any
-) -> None:
-    """verl's own pipeline on CPU, with a scripted policy instead of an inference server.
+class ScriptedServer:
+    """verl's LLM server client, answering with scripted turns as tokens; keeps the prompts."""
 
-    ``bootcamp export rl --format verl`` output goes through verl's ``RLHFDataset``; verl's
-    ``ToolAgentLoop`` (hermes tool parser, our tools loaded from the exported YAML) plays it,
-    tokenizing with the bundled model's tokenizer; the reward function is loaded the way
-    verl's reward loop loads a custom one and called as its naive reward manager calls it.
-    """
-    pytest.importorskip("verl.experimental.agent_loop.tool_agent_loop", reason="needs verl >= 0.8")
-    pytest.importorskip("pyarrow", reason="needs the 'data' extra")
+    def __init__(self, tokenizer: Any, turns: list[str]) -> None:
+        self.tokenizer = tokenizer
+        self.turns = list(turns)
+        self.calls = 0
+        self.prompts: list[list[int]] = []
+
+    async def generate(self, request_id: str, prompt_ids: list[int], **_: Any) -> Any:
+        from verl.workers.rollout.replica import TokenOutput
+
+        self.calls += 1
+        self.prompts.append(list(prompt_ids))
+        text = self.turns.pop(0) if self.turns else "Done."  # no tool call ends the loop
+        ids = self.tokenizer(text, add_special_tokens=False).input_ids
+        return TokenOutput(token_ids=[*ids, self.tokenizer.eos_token_id], stop_reason="completed")
+
+
+def verl_config() -> Any:
     from omegaconf import OmegaConf
-    from transformers import AutoTokenizer
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
-    from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
-    from verl.tools.tool_registry import load_all_tools
-    from verl.trainer.ppo.reward import get_custom_reward_fn
-    from verl.utils.dataset.rl_dataset import RLHFDataset
-    from verl.workers.rollout.replica import TokenOutput
-
-    from agentharness.agents.local import bundled_model_path
-    from agentharness.export.rl import export_rl
-
-    data = tmp_path / "rl.parquet"
-    assert export_rl(None, data, instances=[instance], format="verl") == 1
-    directory, gguf = bundled_model_path()
-    tokenizer = AutoTokenizer.from_pretrained(str(directory), gguf_file=gguf)
-    dataset_config = OmegaConf.create({"max_prompt_length": 8192, "filter_overlong_prompts": False})
-    row = RLHFDataset(str(data), tokenizer, dataset_config)[0]
-    turns = expert_turns(instance)
-    _, _, expected = expert_run(instance)
-
-    class ScriptedServer:
-        """verl's LLM server client, answering with the expert's turns as tokens."""
-
-        def __init__(self) -> None:
-            self.turns = list(turns)
-            self.calls = 0
-
-        async def generate(self, request_id: str, prompt_ids: list[int], **_: Any) -> Any:
-            self.calls += 1
-            text = self.turns.pop(0) if self.turns else "Done."  # no tool call ends the loop
-            ids = tokenizer(text, add_special_tokens=False).input_ids
-            return TokenOutput(token_ids=[*ids, tokenizer.eos_token_id], stop_reason="completed")
 
     multi_turn = {
         "format": "hermes",
@@ -289,7 +269,7 @@ def test_verl_agent_loop_plays_an_exported_row_end_to_end(
         "max_tool_response_length": 100_000,
         "tool_response_truncate_side": "middle",
     }
-    config = OmegaConf.create(
+    return OmegaConf.create(
         {
             "actor_rollout_ref": {
                 "rollout": {
@@ -303,10 +283,36 @@ def test_verl_agent_loop_plays_an_exported_row_end_to_end(
             "reward": {"custom_reward_function": {"path": V.__file__, "name": "compute_score"}},
         }
     )
+
+
+def smol_tokenizer() -> Any:
+    from transformers import AutoTokenizer
+
+    from agentharness.agents.local import bundled_model_path
+
+    directory, gguf = bundled_model_path()
+    return AutoTokenizer.from_pretrained(str(directory), gguf_file=gguf)
+
+
+def verl_dataset(data: Any, tokenizer: Any) -> Any:
+    from omegaconf import OmegaConf
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    config = OmegaConf.create({"max_prompt_length": 8192, "filter_overlong_prompts": False})
+    return RLHFDataset(str(data), tokenizer, config)
+
+
+def play_row(data: Any, row: dict[str, Any], server: ScriptedServer, tokenizer: Any) -> Any:
+    """Run verl's ToolAgentLoop on one dataset row with the tools of the exported YAML."""
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
+    from verl.tools.tool_registry import load_all_tools
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    config = verl_config()
     tools = load_all_tools(
         tool_config_path=str(data.with_suffix(".tools.yaml")), function_tool_path=None
     )
-    server = ScriptedServer()
 
     async def play() -> Any:  # verl builds agent loops inside its event loop
         loop = ToolAgentLoop(
@@ -321,11 +327,41 @@ def test_verl_agent_loop_plays_an_exported_row_end_to_end(
         kwargs = {k: v for k, v in row.items() if k != "dummy_tensor"}
         return await loop.run({}, **kwargs)
 
-    output = asyncio.run(play())
+    return asyncio.run(play())
+
+
+def test_verl_agent_loop_plays_an_exported_row_end_to_end(
+    instance: Instance, tmp_path: Any
+) -> None:
+    """verl's own pipeline on CPU, with a scripted policy instead of an inference server.
+
+    ``bootcamp export rl --format verl`` output goes through verl's ``RLHFDataset``; verl's
+    ``ToolAgentLoop`` (hermes tool parser, our tools loaded from the exported YAML) plays it,
+    tokenizing with the bundled model's tokenizer; the reward function is loaded the way
+    verl's reward loop loads a custom one and called as its naive reward manager calls it.
+    """
+    pytest.importorskip("verl.experimental.agent_loop.tool_agent_loop", reason="needs verl >= 0.8")
+    pytest.importorskip("pyarrow", reason="needs the 'data' extra")
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    from agentharness.export.rl import export_rl
+
+    data = tmp_path / "rl.parquet"
+    assert export_rl(None, data, instances=[instance], format="verl") == 1
+    tokenizer = smol_tokenizer()
+    row = verl_dataset(data, tokenizer)[0]
+    turns = expert_turns(instance)
+    _, texts, expected = expert_run(instance)
+    server = ScriptedServer(tokenizer, turns)
+    output = play_row(data, row, server, tokenizer)
     assert server.calls == len(turns) + 1 and not server.turns
     assert sum(output.response_mask) < len(output.response_mask)  # tool tokens are masked out
     assert output.extra_fields[V.REWARD_FIELD] == pytest.approx(expected)
-    reward_fn = get_custom_reward_fn(config)
+    # Each tool result reaches the model once, inside whatever the chat template puts around
+    # it; the adapter adds no <tool_response> of its own (Qwen's template would double it).
+    last_prompt = tokenizer.decode(server.prompts[-1])
+    assert texts[0] in last_prompt and f"<tool_response>\n{texts[0]}" not in last_prompt
+    reward_fn = get_custom_reward_fn(verl_config())
     assert reward_fn is not None
     solution = tokenizer.decode(output.response_ids, skip_special_tokens=True)
     ground_truth = row["reward_model"]["ground_truth"]
@@ -343,3 +379,74 @@ def test_verl_agent_loop_plays_an_exported_row_end_to_end(
         extra_info=dict(row["extra_info"]),
     )
     assert replayed["replayed"] is True and replayed["score"] == pytest.approx(expected)
+
+
+def test_each_prompt_sees_only_its_own_tasks_tools(instance: Instance, tmp_path: Any) -> None:
+    """A file mixing tasks: verl's ToolAgentLoop offers each row only its task's tools."""
+    pytest.importorskip("verl.experimental.agent_loop.tool_agent_loop", reason="needs verl >= 0.8")
+    pytest.importorskip("pyarrow", reason="needs the 'data' extra")
+    from agentharness.export.rl import export_rl
+
+    other = get_task("thermal").instance(0, "easy")
+    data = tmp_path / "mixed.parquet"
+    assert export_rl(None, data, instances=[instance, other], format="verl") == 2
+    tokenizer = smol_tokenizer()
+    dataset = verl_dataset(data, tokenizer)
+    names = {
+        t.instance.task: {
+            s["function"]["name"] for s in get_task(t.instance.task).world.tool_schemas()
+        }
+        for t in (SimpleNamespace(instance=instance), SimpleNamespace(instance=other))
+    }
+    assert not names[instance.task] & names[other.task]
+    for i, inst in enumerate((instance, other)):
+        row = dataset[i]
+        assert list(row["extra_info"]["tool_selection"]) == [
+            s["function"]["name"] for s in get_task(inst.task).world.tool_schemas()
+        ]
+        foreign = sorted(set().union(*names.values()) - names[inst.task])
+        call = f'<tool_call>\n{{"name": "{foreign[0]}", "arguments": {{}}}}\n</tool_call>'
+        server = ScriptedServer(tokenizer, [call])
+        play_row(data, row, server, tokenizer)
+        # verl answered from the row's own tools: the foreign one is unknown, and the list of
+        # available tools it gives is exactly the row's task's.
+        reply = tokenizer.decode(server.prompts[1][len(server.prompts[0]) :])
+        assert f"Unknown function '{foreign[0]}'" in reply, reply
+        available = reply.split("Available tools: ", 1)[1].split("]", 1)[0]
+        assert sorted(ast.literal_eval(available + "]")) == sorted(names[inst.task])
+
+
+def test_vision_rows_reach_verls_image_pipeline(tmp_path: Any) -> None:
+    """Image rows keep their images through RLHFDataset's message building."""
+    pytest.importorskip("verl.utils.dataset.rl_dataset", reason="needs verl")
+    from agentharness.export.rl import export_rl
+
+    instance = get_task("tsp_vision").instance(0, "easy")
+    data = tmp_path / "vision.parquet"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # qwen-vl-utils may be unusable here
+        assert export_rl(None, data, instances=[instance], format="verl") == 1
+    dataset = verl_dataset(data, smol_tokenizer())
+    dataset.processor = object()  # a VLM's processor would be here; only its presence is checked
+    example = dict(dataset.dataframe[0])
+    messages = dataset._build_messages(example, key=dataset.prompt_key)
+    parts = [p for m in messages if isinstance(m["content"], list) for p in m["content"]]
+    images = [p["image"] for p in parts if p.get("type") == "image"]
+    assert len(images) == len(example["images"]) >= 1
+    assert images[0].size[0] > 100  # decoded PIL images, in <image> order
+
+
+def test_a_vision_export_warns_when_verl_would_drop_its_rows(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("pyarrow", reason="needs the 'data' extra")
+    from agentharness.export import rl
+
+    monkeypatch.setattr(rl, "vision_support_problem", lambda: "ModuleNotFoundError: torchvision")
+    instance = get_task("tsp_vision").instance(0, "easy")
+    with pytest.warns(UserWarning, match=r"qwen-vl-utils cannot be imported \(here: Module"):
+        rl.export_rl(None, tmp_path / "v.parquet", instances=[instance], format="verl")
+    monkeypatch.setattr(rl, "vision_support_problem", lambda: None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rl.export_rl(None, tmp_path / "w.parquet", instances=[instance], format="verl")

@@ -17,7 +17,8 @@ from agentharness.cli.app import app, console, fail, warn
 T = TypeVar("T")
 
 export_app = typer.Typer(
-    help="Export runs as training data: SFT JSONL, RL prompts (verl parquet / TRL JSONL), GRPO groups.",
+    help="Export runs as training data (SFT JSONL, RL prompts for verl / TRL, GRPO groups) "
+    "or as an inspect_ai log.",
     no_args_is_help=True,
 )
 app.add_typer(export_app, name="export")
@@ -73,10 +74,18 @@ def export_sft_command(
     no_images: Annotated[
         bool, typer.Option("--no-images", help="replace images with a text placeholder")
     ] = False,
+    split_modality: Annotated[
+        bool,
+        typer.Option(
+            "--split-modality",
+            help="write text-only rows to OUT_STEM.text.jsonl and image rows to "
+            "OUT_STEM.vision.jsonl instead of one mixed file",
+        ),
+    ] = False,
     allow_mixed_versions: MixedOpt = False,
 ) -> None:
     """Conversational JSONL (messages + tools [+ images]) for HF datasets and TRL's SFTTrainer."""
-    from agentharness.export.sft import export_sft, images_dir_for
+    from agentharness.export.sft import export_sft, images_dir_for, modality_paths
 
     n = _run(
         lambda: export_sft(
@@ -86,9 +95,14 @@ def export_sft_command(
             tool_format=tool_format,
             images=not no_images,
             allow_mixed_versions=allow_mixed_versions,
+            split_modality=split_modality,
         )
     )
-    console.print(f"wrote {n} rows to {out}")
+    if split_modality:
+        written = [p for p in modality_paths(out) if p.is_file()]
+        console.print(f"wrote {n} rows to {' and '.join(map(str, written))}")
+    else:
+        console.print(f"wrote {n} rows to {out}")
     if images_dir_for(out).is_dir():
         console.print(f"images in {images_dir_for(out)}")
 
@@ -143,8 +157,25 @@ def export_rl_command(
     if format == "verl":
         tools_yaml, interaction_yaml = config_paths(out)
         console.print(
-            f"verl tool config: {tools_yaml}\nverl interaction config: {interaction_yaml}"
+            f"verl tool config: {tools_yaml}\n"
+            f"verl interaction config (read by verl <= 0.7 only): {interaction_yaml}"
         )
+
+
+@export_app.command("inspect")
+def export_inspect_command(
+    runs: RunsArg,
+    out: Annotated[
+        Path,
+        typer.Option("-o", "--out", help="log file to write: .eval or .json", show_default=False),
+    ],
+    allow_mixed_versions: MixedOpt = False,
+) -> None:
+    """An inspect_ai eval log (samples, tool calls, scores with the reward breakdown) for `inspect view`."""
+    from agentharness.export.inspect_log import export_inspect
+
+    n = _run(lambda: export_inspect(runs, out, allow_mixed_versions=allow_mixed_versions))
+    console.print(f"wrote {n} samples to {out}; open it with: inspect view --log-dir {out.parent}")
 
 
 @export_app.command("groups")

@@ -445,13 +445,20 @@ def report(
         Path | None,
         typer.Option("--html", help="write an HTML report with plots (RUN may be a loop dir)"),
     ] = None,
+    viewer_url: Annotated[
+        str,
+        typer.Option(
+            help="where `bootcamp view RUN` serves; the HTML report links its runs, tasks and "
+            "failures there ('' for no links)"
+        ),
+    ] = "http://127.0.0.1:8765",
 ) -> None:
     """Per task: episodes, mean reward, success rate, pass@k and end reasons."""
     if html is not None:
         from agentharness.loop.html_report import ReportError, write_html_report
 
         try:
-            console.print(f"wrote {write_html_report(run, html)}")
+            console.print(f"wrote {write_html_report(run, html, viewer_url or None)}")
         except ReportError as e:
             raise fail(str(e)) from e
         return
@@ -502,6 +509,7 @@ from agentharness.cli import (  # noqa: E402, F401
     loop_commands,
     serve_commands,
     train_commands,
+    view_commands,
 )
 
 

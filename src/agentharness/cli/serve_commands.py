@@ -29,7 +29,8 @@ def serve_command(
 ) -> None:
     """Serve the tasks over HTTP so trainers in other processes or on other hosts step episodes.
 
-    Clients use agentharness.serve.RemoteEnv, or the JSON endpoints listed at /docs.
+    Clients use agentharness.serve.RemoteEnv, OpenEnv's clients (WebSocket /ws; HTTP /reset,
+    /step, /state), or the JSON endpoints listed at /docs.
     """
     try:
         from agentharness.serve.app import create_app  # names the extra when it is missing

@@ -34,6 +34,23 @@ OutOpt = Annotated[
 ]
 StepsOpt = Annotated[int | None, typer.Option(help="optimizer steps (default: one pass)")]
 LoraOpt = Annotated[bool, typer.Option("--lora", help="train a LoRA adapter (merged on save)")]
+ReportOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--report-to",
+        help="log to installed HF trackers: tensorboard, trackio, wandb, ... ('all' installed)",
+    ),
+]
+SaveStepsOpt = Annotated[
+    int | None,
+    typer.Option(
+        min=1, help="write a resumable checkpoint to OUT/trainer every N steps (keeps the last 2)"
+    ),
+]
+ResumeOpt = Annotated[
+    bool, typer.Option("--resume", help="continue from the last checkpoint in OUT/trainer")
+]
+ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="progress bars")]
 
 
 def _train(action: Callable[[], T]) -> T:
@@ -72,6 +89,10 @@ def sft_command(
     lora: LoraOpt = False,
     lora_r: Annotated[int, typer.Option(help="LoRA rank")] = 16,
     seed: Annotated[int, typer.Option(help="training seed")] = 0,
+    report_to: ReportOpt = None,
+    save_steps: SaveStepsOpt = None,
+    resume: ResumeOpt = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Fine-tune on conversations, with the loss on the assistant's turns only."""
     from agentharness.train.sft import train_sft
@@ -95,6 +116,10 @@ def sft_command(
             lora_r=lora_r,
             lora_alpha=2 * lora_r,
             seed=seed,
+            report_to=tuple(report_to or ()),
+            save_steps=save_steps,
+            resume=resume,
+            progress=progress,
         )
     )
     console.print(f"saved {final}  (evaluate: bootcamp eval --agent local --model {final})")
@@ -131,6 +156,10 @@ def grpo_command(
     lora: LoraOpt = False,
     lora_r: Annotated[int, typer.Option(help="LoRA rank")] = 16,
     seed: Annotated[int, typer.Option(help="training and sampling seed")] = 0,
+    report_to: ReportOpt = None,
+    save_steps: SaveStepsOpt = None,
+    resume: ResumeOpt = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Play episodes with the model, score them with the tasks' rewards, update with GRPO."""
     from agentharness.train.grpo import train_grpo
@@ -180,6 +209,10 @@ def grpo_command(
             lora_r=lora_r,
             lora_alpha=2 * lora_r,
             seed=seed,
+            report_to=tuple(report_to or ()),
+            save_steps=save_steps,
+            resume=resume,
+            progress=progress,
         )
     )
     console.print(f"saved {final}  (training episodes: bootcamp report {out / 'rollouts'})")

@@ -53,6 +53,10 @@ MAX_TURN_CHARS = 32_000
 MAX_TOOL_RESULT_CHARS = 32_000
 MAX_IMAGES_PER_TURN = 8
 
+# How the episode words its own messages; readers (the viewer) recognise them by these.
+FORMAT_ERROR_PREFIX = "Format error:"
+TOOL_IMAGES_SUFFIX = "image(s) returned by the tool call(s) above]"
+
 FORMAT_HINT = (
     'Call tools natively, or write each call as <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call> '
     "with a JSON object of arguments."
@@ -253,15 +257,13 @@ class Episode:
             if result.done:
                 self.finish(result.end_reason or "answered")
         if images:
-            new.append(
-                user(f"[{len(images)} image(s) returned by the tool call(s) above]", images=images)
-            )
+            new.append(user(f"[{len(images)} {TOOL_IMAGES_SUFFIX}", images=images))
 
         format_error = bool(errors)
         if errors:
             self.format_errors += 1
             listed = "; ".join(errors[:3])
-            new.append(user(f"Format error: {listed}. {FORMAT_HINT}"))
+            new.append(user(f"{FORMAT_ERROR_PREFIX} {listed}. {FORMAT_HINT}"))
             if self.format_errors > self.budgets.max_format_errors and not calls:
                 self.finish("format_error")
         elif not calls and not self.done:

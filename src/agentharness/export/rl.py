@@ -27,21 +27,31 @@ images             (only when some prompt has images) list<struct<bytes: binary,
 ``{"create_kwargs": {"instance": null}}`` for the tools of other tasks in the same file:
 every row has the same keys, so parquet stores it as one struct without null entries (verl
 reads ``tools_kwargs[name]["create_kwargs"]`` for each call), and a tool whose ``instance``
-is null is not part of that row's task. ``interaction_kwargs`` is ``{"name": "agentharness",
+is null is not part of that row's task. ``tool_selection`` names the row's own task's tools:
+verl's ``ToolAgentLoop`` (>= 0.9) shows and parses only those for the prompt, so a file mixing
+tasks never offers one task's tools to another's prompt. ``interaction_kwargs`` is ``{"name": "agentharness",
 "instance": <Instance JSON>}``. The tool config (``<out stem>.tools.yaml``) and interaction
-config (``<out stem>.interaction.yaml``) are written next to the parquet; see
-:mod:`agentharness.export.verl`.
+config (``<out stem>.interaction.yaml``, read by verl <= 0.7 only) are written next to the
+parquet; see :mod:`agentharness.export.verl`.
+
+Vision rows need a working ``qwen-vl-utils`` (and a torchvision built for the installed torch)
+wherever verl reads them: without it verl's ``RLHFDataset`` catches the import error while
+measuring prompt lengths and drops every image row, printing only "skipping". The ``verl``
+extra installs qwen-vl-utils, and the export warns, naming the error, when it cannot be
+imported here.
 
 **TRL** (``format="trl"``): JSON Lines for ``datasets.load_dataset("json", ...)``, one row per
 instance::
 
     {"prompt": [OpenAI chat messages], "instance": "<Instance JSON>", "task": "thermal-v1",
-     "instance_id": "...", "difficulty": "easy", "seed": 3}
+     "environment": "thermal-v1", "instance_id": "...", "difficulty": "easy", "seed": 3}
 
 plus, when some prompt has images, ``"images": [paths]`` with ``{"type": "image"}``
 placeholders in the message contents (TRL's VLM layout; files under ``<out stem>_images/``).
 The trainer builds the environment from ``instance`` (``agentharness.episode_for``), so
-tools are not repeated in the rows.
+tools are not repeated in the rows; ``environment`` is the column TRL's ``GRPOTrainer`` reads
+to pick each row's environment when given several
+(:func:`agentharness.train.trl.environment_factory`).
 
 **GRPO groups** (:func:`grpo_groups`): the rollouts of one instance by one agent form a
 group; advantages are ``(r - mean) / (std + eps)`` with the sample standard deviation
@@ -51,6 +61,7 @@ learning signal: it is flagged ``"degenerate": true`` and its advantages are 0.
 
 from __future__ import annotations
 
+import importlib
 import math
 import warnings
 from collections.abc import Sequence
@@ -154,7 +165,8 @@ def verl_rows(
     any_images = False
     for index, it in enumerate(items):
         instance_json = it.instance.model_dump_json()
-        own = {t.get("function", {}).get("name") for t in it.tools}
+        own_names = [str(t.get("function", {}).get("name")) for t in it.tools]
+        own = set(own_names)
         prompt, images = _verl_prompt(it.prompt)
         any_images = any_images or bool(images)
         rows.append(
@@ -169,6 +181,7 @@ def verl_rows(
                     "task": it.instance.task,
                     "instance_id": it.instance.instance_id,
                     "need_tools_kwargs": True,
+                    "tool_selection": own_names,
                     "tools_kwargs": {
                         name: {
                             "create_kwargs": {"instance": instance_json if name in own else None}
@@ -203,6 +216,7 @@ def verl_schema(tool_names: Sequence[str], with_images: bool) -> Any:
             pa.field("task", pa.string()),
             pa.field("instance_id", pa.string()),
             pa.field("need_tools_kwargs", pa.bool_()),
+            pa.field("tool_selection", pa.list_(pa.string())),
             pa.field("tools_kwargs", pa.struct([pa.field(n, kwargs_type) for n in tool_names])),
             pa.field(
                 "interaction_kwargs",
@@ -235,6 +249,19 @@ def verl_schema(tool_names: Sequence[str], with_images: bool) -> Any:
     return pa.schema(fields)
 
 
+def vision_support_problem() -> str | None:
+    """Why verl could not read image rows in this environment (``None`` when it can).
+
+    verl imports ``qwen_vl_utils`` (which imports torchvision) to measure image prompts, and
+    drops the row, printing only "skipping", when that fails.
+    """
+    try:
+        importlib.import_module("qwen_vl_utils")
+    except Exception as e:  # ImportError, or torchvision's own errors against a foreign torch
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
 def write_verl(items: Sequence[RLItem], out: Path, *, split: str = "train") -> int:
     """Write the verl parquet and its tool/interaction YAML next to it; returns rows written."""
     try:
@@ -243,7 +270,17 @@ def write_verl(items: Sequence[RLItem], out: Path, *, split: str = "train") -> i
     except ImportError as e:
         raise ExportError("the verl export needs pyarrow: pip install 'agentharness[data]'") from e
     rows, tools = verl_rows(items, split=split)
-    schema = verl_schema(list(tools), with_images=bool(rows) and "images" in rows[0])
+    with_images = bool(rows) and "images" in rows[0]
+    problem = vision_support_problem() if with_images else None
+    if problem is not None:
+        warnings.warn(
+            f"the export has image rows, and verl's RLHFDataset silently drops image rows when "
+            f"qwen-vl-utils cannot be imported (here: {problem}); where verl runs, install "
+            "'agentharness[verl]' and a torchvision built for its torch",
+            UserWarning,
+            stacklevel=2,
+        )
+    schema = verl_schema(list(tools), with_images=with_images)
     table = pa.Table.from_pylist(rows, schema=schema)
     out.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, out)
@@ -280,6 +317,7 @@ def trl_rows(
                 "prompt": prompt,
                 "instance": inst.model_dump_json(),
                 "task": inst.task,
+                "environment": inst.task,
                 "instance_id": inst.instance_id,
                 "difficulty": inst.difficulty,
                 "seed": inst.seed,

@@ -43,6 +43,7 @@ data_files=...)`` into a chat template unchanged (tested):
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -69,6 +70,22 @@ TOOL_FORMATS: tuple[str, ...] = ("native", "text")
 def images_dir_for(out: Path) -> Path:
     """Where the image files of an export written to ``out`` go."""
     return out.with_name(f"{out.stem}_images")
+
+
+def modality_paths(out: Path) -> tuple[Path, Path]:
+    """The text-only and the image files that ``split_modality`` writes for ``out``."""
+    return out.with_name(f"{out.stem}.text{out.suffix}"), out.with_name(
+        f"{out.stem}.vision{out.suffix}"
+    )
+
+
+def split_by_modality(
+    rows: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(text-only rows without an ``images`` column, rows with images)."""
+    text = [{k: v for k, v in r.items() if k != "images"} for r in rows if not r.get("images")]
+    vision = [r for r in rows if r.get("images")]
+    return text, vision
 
 
 def _native_messages(
@@ -208,12 +225,17 @@ def export_sft(
     tool_format: ToolFormat = "native",
     images: bool = True,
     allow_mixed_versions: bool = False,
+    split_modality: bool = False,
 ) -> int:
     """Write the SFT JSONL of ``run_dirs`` to ``out``; returns the number of rows written.
 
-    Image files go to :func:`images_dir_for` ``(out)``. Raises
-    :class:`~agentharness.export.common.ExportError` for missing or foreign run
-    directories and for runs that mix versions of a task (unless ``allow_mixed_versions``).
+    Image files go to :func:`images_dir_for` ``(out)``. A mix of text-only and image rows
+    is written as is with a warning (TRL's ``SFTTrainer`` takes the whole file for a vision
+    dataset, so a text-only model refuses it and a vision model gets empty image lists);
+    ``split_modality`` writes the two kinds to :func:`modality_paths` ``(out)`` instead, each
+    only when it has rows. Raises :class:`~agentharness.export.common.ExportError` for
+    missing or foreign run directories and for runs that mix versions of a task (unless
+    ``allow_mixed_versions``).
     """
     records = load_runs(run_dirs, resolve_images=True)
     check_versions((r.task for r in records), allow_mixed=allow_mixed_versions)
@@ -221,4 +243,18 @@ def export_sft(
     rows = sft_rows(
         records, per_turn=per_turn, tool_format=tool_format, images=images, image_store=store
     )
+    text, vision = split_by_modality(rows)
+    if split_modality:
+        text_out, vision_out = modality_paths(out)
+        return (write_jsonl(text, text_out) if text else 0) + (
+            write_jsonl(vision, vision_out) if vision else 0
+        )
+    if text and vision:
+        warnings.warn(
+            f"{len(vision)} of {len(rows)} rows have images and {len(text)} are text-only: "
+            "TRL's SFTTrainer treats the whole file as a vision dataset (a text-only model "
+            "refuses it); pass --split-modality for one file per modality, or --no-images",
+            UserWarning,
+            stacklevel=2,
+        )
     return write_jsonl(rows, out)

@@ -14,6 +14,10 @@ verl (``actor_rollout_ref.rollout.multi_turn.tool_config_path`` and
         class_name: agentharness.train.verl.AgentHarnessInteraction
         config: {}
 
+The interaction config is read only by verl <= 0.7 (``interaction_config_path``); verl 0.8
+removed interactions, so the file starts with a comment saying so (newer verl trains through
+the tools alone, see :mod:`agentharness.train.verl`).
+
 Every tool of every exported task gets one entry (verl keys tools by function name, so two
 tasks may share a name only with identical schemas). The classes are implemented in
 ``agentharness.train.verl``; ``config.tasks`` names the task ids that define the tool.
@@ -203,10 +207,19 @@ def config_paths(out: Path) -> tuple[Path, Path]:
     )
 
 
+INTERACTION_NOTE = (
+    "# For verl <= 0.7 only (actor_rollout_ref.rollout.multi_turn.interaction_config_path).\n"
+    "# verl 0.8 removed interactions and never reads this file: train through the tools\n"
+    "# (tool_config_path) instead.\n"
+)
+
+
 def write_configs(tools: dict[str, dict[str, Any]], out: Path) -> tuple[Path, Path]:
     """Write the tool and interaction YAML next to ``out``; returns their paths."""
     tools_path, interaction_path = config_paths(out)
     tools_path.parent.mkdir(parents=True, exist_ok=True)
     tools_path.write_text(dump_yaml(tool_config(tools)), encoding="utf-8")
-    interaction_path.write_text(dump_yaml(interaction_config()), encoding="utf-8")
+    interaction_path.write_text(
+        INTERACTION_NOTE + dump_yaml(interaction_config()), encoding="utf-8"
+    )
     return tools_path, interaction_path

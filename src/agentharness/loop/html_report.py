@@ -30,9 +30,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from agentharness.loop.runs import task_versions
-from agentharness.store.run import EPISODES, CorruptLineWarning, RunDir, RunDirError
+from agentharness.store.run import EPISODES, CorruptLineWarning, RunDir, RunDirError, find_run_dirs
 from agentharness.store.schema import EpisodeRecord
 from agentharness.store.summary import summarize
 
@@ -62,17 +63,6 @@ class ReportData:
 
 
 # -- discovery ------------------------------------------------------------------------
-
-
-def _find_run_dirs(root: Path, depth: int = 3) -> list[Path]:
-    if (root / EPISODES).is_file():
-        return [root]
-    if depth == 0 or not root.is_dir():
-        return []
-    found: list[Path] = []
-    for child in sorted(p for p in root.iterdir() if p.is_dir()):
-        found.extend(_find_run_dirs(child, depth - 1))
-    return found
 
 
 def _load_run(path: Path, name: str) -> LoadedRun:
@@ -106,7 +96,7 @@ def collect(path: Path) -> ReportData:
         raise ReportError(f"{path} does not exist; pass a run directory or a loop directory")
     if not path.is_dir():
         raise ReportError(f"{path} is not a directory; pass a run directory or a loop directory")
-    run_dirs = _find_run_dirs(path)
+    run_dirs = find_run_dirs(path)
     if not run_dirs:
         raise ReportError(
             f"{path} holds no run directory (no {EPISODES} up to three levels down); "
@@ -116,7 +106,7 @@ def collect(path: Path) -> ReportData:
     runs: list[LoadedRun] = []
     for d in run_dirs:
         name = "." if d == path else d.relative_to(path).as_posix()
-        run = _load_run(d, name if name != "." else path.name)
+        run = _load_run(d, name if name != "." else path.resolve().name)
         notes.extend(run.warnings)
         if run.records:
             runs.append(run)
@@ -249,7 +239,22 @@ def _before_after_plot(name: str, rows: list[dict[str, Any]]) -> str:
 # -- tables and helpers ---------------------------------------------------------------
 
 
+class _Html(str):
+    """Markup made here (links into the viewer), placed in tables as is."""
+
+
+def _viewer_link(viewer: str | None, route: str, text: str, **params: Any) -> str:
+    """A link to ``bootcamp view`` at ``viewer`` (escaped text alone when there is no viewer)."""
+    if not viewer:
+        return _Html(html.escape(text))
+    query = urlencode({k: v for k, v in params.items() if v not in (None, "")})
+    href = viewer.rstrip("/") + route + ("?" + query if query else "")
+    return _Html(f'<a class="view" href="{html.escape(href)}">{html.escape(text)}</a>')
+
+
 def _esc(value: Any) -> str:
+    if isinstance(value, _Html):
+        return str(value)
     if isinstance(value, float):
         return f"{value:.3f}"
     if isinstance(value, dict | list):
@@ -310,7 +315,7 @@ def _computed_clusters(runs: list[LoadedRun]) -> list[dict[str, Any]]:
                 run=run.name,
                 rate=cluster.rate,
                 mean_reward=cluster.mean_reward,
-                examples=", ".join(e.episode_id for e in cluster.examples),
+                examples=[e.episode_id for e in cluster.examples],
             )
             out.append(row)
     out.sort(key=lambda c: (-c["failures"], c["run"], c["task"], c["end_reason"], c["difficulty"]))
@@ -329,7 +334,9 @@ CLUSTER_COLUMNS = (
 )
 
 
-def _cluster_table(clusters: list[dict[str, Any]], extra_first: str | None = None) -> str:
+def _cluster_table(
+    clusters: list[dict[str, Any]], extra_first: str | None = None, viewer: str | None = None
+) -> str:
     known = [c for c in CLUSTER_COLUMNS if any(c in x for x in clusters)]
     if not known:
         return _render_json(clusters)
@@ -344,9 +351,28 @@ def _cluster_table(clusters: list[dict[str, Any]], extra_first: str | None = Non
         for col in cols:
             value = c.get(col, "")
             if col == "examples" and isinstance(value, list):
-                value = ", ".join(
+                ids = [
                     str(e.get("episode_id", e)) if isinstance(e, dict) else str(e)
                     for e in value[:2]
+                ]
+                value = _Html(
+                    ", ".join(
+                        _viewer_link(viewer, "/episode", i, run=c["run"], id=i)
+                        if "run" in c
+                        else _viewer_link(viewer, "/", i, q=i)  # mine.json: any run holding it
+                        for i in ids
+                    )
+                )
+            elif col == "failures" and "run" in c and viewer:
+                value = _viewer_link(
+                    viewer,
+                    "/",
+                    str(value),
+                    run=c["run"],
+                    task=c.get("task"),
+                    end_reason=c.get("end_reason"),
+                    difficulty=c.get("difficulty"),
+                    success="no",
                 )
             row.append(value)
         rows.append(row)
@@ -438,8 +464,9 @@ def _slug(task: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", task)
 
 
-def render(data: ReportData) -> str:
-    """The report page for collected data."""
+def render(data: ReportData, viewer: str | None = None) -> str:
+    """The report page for collected data; with ``viewer`` (the URL of ``bootcamp view``),
+    runs, tasks, failure groups and example episodes link into the viewer."""
     parts: list[str] = []
     tasks = sorted({r.task for run in data.runs for r in run.records})
     n_episodes = sum(len(run.records) for run in data.runs)
@@ -453,6 +480,11 @@ def render(data: ReportData) -> str:
         + ('<a href="#before-after">before/after</a>' if data.rounds else "")
         + "</nav>"
     )
+    if viewer:
+        parts.append(
+            f'<p class="note">Links open the trajectory viewer at {html.escape(viewer)}; start it '
+            f"with <code>bootcamp view {html.escape(str(data.source))}</code>.</p>"
+        )
     if data.notes:
         items = "".join(f"<li>{html.escape(n)}</li>" for n in data.notes)
         parts.append(f"<h2>Notes</h2><ul>{items}</ul>")
@@ -467,7 +499,7 @@ def render(data: ReportData) -> str:
             pass_k = s["pass@{}".format(s["k"])]
             rows.append(
                 [
-                    run.name,
+                    _viewer_link(viewer, "/", run.name, run=run.name, task=task),
                     task,
                     s["episodes"],
                     s["mean_reward"],
@@ -516,6 +548,10 @@ def render(data: ReportData) -> str:
     # Per task
     for task in tasks:
         parts.append(f'<section id="task-{_slug(task)}"><h2>Task {html.escape(task)}</h2>')
+        if viewer:
+            parts.append(
+                "<p>" + _viewer_link(viewer, "/", "browse its episodes", task=task) + "</p>"
+            )
         series = [
             (run.name, [r.reward.total for r in run.records if r.task == task]) for run in data.runs
         ]
@@ -536,13 +572,15 @@ def render(data: ReportData) -> str:
             ]
             parts.append("<h3>Failure clusters (mine.json)</h3>")
             parts.append(
-                _cluster_table(mine_rows, "source") if mine_rows else '<p class="note">none</p>'
+                _cluster_table(mine_rows, "source", viewer)
+                if mine_rows
+                else '<p class="note">none</p>'
             )
         else:
             task_rows = [c for c in computed if c["task"] == task]
             parts.append("<h3>Failures by end reason and difficulty</h3>")
             parts.append(
-                _cluster_table(task_rows, "run")
+                _cluster_table(task_rows, "run", viewer)
                 if task_rows
                 else '<p class="note">no failed episodes</p>'
             )
@@ -576,7 +614,7 @@ def render(data: ReportData) -> str:
                         "failures",
                     )
                 )
-                parts.append(_cluster_table(clusters))
+                parts.append(_cluster_table(clusters, viewer=viewer))
             else:
                 parts.append('<p class="note">no clusters (no failures)</p>')
     elif computed:
@@ -595,7 +633,7 @@ def render(data: ReportData) -> str:
                 "failures",
             )
         )
-        parts.append(_cluster_table(computed, "run"))
+        parts.append(_cluster_table(computed, "run", viewer))
     else:
         parts.append('<p class="note">No failed episodes.</p>')
     parts.append("</section>")
@@ -609,7 +647,20 @@ def render(data: ReportData) -> str:
             if before is not None and after is not None:
                 ba = _before_after_rows(before, after)
                 parts.append(
-                    f'<p class="note">before: {html.escape(before.name)}; after: {html.escape(after.name)}</p>'
+                    f'<p class="note">before: {html.escape(before.name)}; after: {html.escape(after.name)}'
+                    + (
+                        " · "
+                        + _viewer_link(
+                            viewer,
+                            "/compare",
+                            "side by side per instance",
+                            a=before.name,
+                            b=after.name,
+                        )
+                        if viewer
+                        else ""
+                    )
+                    + "</p>"
                 )
                 if ba:
                     parts.append(_before_after_plot(rnd["name"], ba))
@@ -653,12 +704,13 @@ def render(data: ReportData) -> str:
     )
 
 
-def write_html_report(path: Path, out: Path) -> Path:
+def write_html_report(path: Path, out: Path, viewer: str | None = None) -> Path:
     """Write the HTML report of the run or loop directory ``path`` to ``out``; returns ``out``.
 
-    Raises :class:`ReportError` for a missing path or one with no run directory in it.
+    ``viewer`` is the URL of ``bootcamp view PATH`` the report links into (``None``: no
+    links). Raises :class:`ReportError` for a missing path or one with no run directory in it.
     """
-    page = render(collect(Path(path)))
+    page = render(collect(Path(path)), viewer)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")

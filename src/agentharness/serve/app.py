@@ -12,6 +12,9 @@ Endpoints (JSON; bodies are the models of :mod:`agentharness.serve.schema`):
 ``DELETE /episodes/{id}``   drop the episode and free its slot
 ==========================  ==========================================================
 
+OpenEnv's contract (``/ws``, ``/reset``, ``/step``, ``/state``, ``/schema``, ``/metadata``)
+is served on the same session store by :mod:`agentharness.serve.openenv`.
+
 How it stays up under load: the session store is bounded (429 with ``Retry-After`` when
 full) and idle episodes expire; episode construction, tool calls and reward computation run
 off the event loop (tools on the tool thread pool through :meth:`Episode.astep`, generation
@@ -151,6 +154,10 @@ def create_app(
     )
     app.state.sessions = store
     _install_error_handlers(app)
+    # OpenEnv's reset/step/state contract (WebSocket /ws and HTTP), on the same store.
+    from agentharness.serve.openenv import install_openenv
+
+    install_openenv(app, store, _build_episode)
 
     @app.get("/health")
     async def health() -> Health:

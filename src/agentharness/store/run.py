@@ -14,6 +14,7 @@ import json
 import os
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,16 @@ class RunDirError(ValueError):
 
 class CorruptLineWarning(UserWarning):
     pass
+
+
+@dataclass(frozen=True)
+class LineRef:
+    """One complete line of ``episodes.jsonl``: where it is and its JSON (``None`` if corrupt)."""
+
+    offset: int
+    end: int
+    lineno: int
+    data: dict[str, Any] | None
 
 
 class RunDir:
@@ -182,31 +193,73 @@ class RunDir:
                     record = record.model_copy(update={"messages": messages})
                 yield record
 
-    def _parse_line(self, raw: bytes, lineno: int) -> EpisodeRecord | None:
-        where = f"{self.episodes_path}:{lineno}"
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as e:
-            what = (
-                "line that is not UTF-8"
-                if isinstance(e, UnicodeDecodeError)
-                else ("corrupt or truncated line")
-            )
-            warnings.warn(f"{where}: skipped a {what}", CorruptLineWarning, stacklevel=4)
-            return None
-        version = data.get("schema_version") if isinstance(data, dict) else None
+    def scan(self, start: int = 0, first_lineno: int = 1) -> Iterator[LineRef]:
+        """Each complete line from byte ``start`` with its offsets and parsed JSON, unvalidated.
+
+        For indexing large runs: callers keep the offsets and read single episodes later
+        with :meth:`episode_at`. Blank lines are passed over; a corrupt line comes back with
+        ``data=None`` (no warning: the caller reports it). A last line without its newline
+        may still be being written, so it is not returned; scan again from the last ``end``.
+        """
+        self.check()
+        offset, lineno = start, first_lineno
+        with open(self.episodes_path, "rb") as f:
+            f.seek(start)
+            for raw in f:
+                if not raw.endswith(b"\n"):
+                    break
+                end = offset + len(raw)
+                if raw.strip():
+                    try:
+                        parsed = json.loads(raw.decode("utf-8"))
+                    except (UnicodeDecodeError, ValueError, RecursionError):
+                        parsed = None
+                    data = parsed if isinstance(parsed, dict) else None
+                    if data is not None:
+                        self._check_version(data, f"{self.episodes_path}:{lineno}")
+                    yield LineRef(offset, end, lineno, data)
+                offset, lineno = end, lineno + 1
+
+    def episode_at(self, offset: int, lineno: int = 0) -> EpisodeRecord | None:
+        """The episode on the line starting at byte ``offset`` (from :meth:`scan`), else ``None``."""
+        self.check()
+        with open(self.episodes_path, "rb") as f:
+            f.seek(offset)
+            raw = f.readline()
+        return self._parse_line(raw, lineno, warn=False)
+
+    @staticmethod
+    def _check_version(data: dict[str, Any], where: str) -> None:
+        version = data.get("schema_version")
         if isinstance(version, int) and version > SCHEMA_VERSION:
             raise RunDirError(
                 f"{where}: episode schema v{version} is newer than this agentharness (v{SCHEMA_VERSION}); upgrade it"
             )
+
+    def _parse_line(self, raw: bytes, lineno: int, warn: bool = True) -> EpisodeRecord | None:
+        where = f"{self.episodes_path}:{lineno}"
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            if warn:
+                what = (
+                    "line that is not UTF-8"
+                    if isinstance(e, UnicodeDecodeError)
+                    else ("corrupt or truncated line")
+                )
+                warnings.warn(f"{where}: skipped a {what}", CorruptLineWarning, stacklevel=4)
+            return None
+        if isinstance(data, dict):
+            self._check_version(data, where)
         try:
             return EpisodeRecord.model_validate(data)
         except ValidationError as e:
-            warnings.warn(
-                f"{where}: skipped a line that is not an episode record ({e.error_count()} errors)",
-                CorruptLineWarning,
-                stacklevel=4,
-            )
+            if warn:
+                warnings.warn(
+                    f"{where}: skipped a line that is not an episode record ({e.error_count()} errors)",
+                    CorruptLineWarning,
+                    stacklevel=4,
+                )
             return None
 
     def _inline_images(self, message: Message) -> Message:
@@ -253,6 +306,18 @@ class RunDir:
         return ids
 
 
+def find_run_dirs(root: Path, depth: int = 3) -> list[Path]:
+    """``root`` if it is a run directory, else the run directories up to ``depth`` levels below it."""
+    if (root / EPISODES).is_file():
+        return [root]
+    if depth == 0 or not root.is_dir():
+        return []
+    found: list[Path] = []
+    for child in sorted(p for p in root.iterdir() if p.is_dir()):
+        found.extend(find_run_dirs(child, depth - 1))
+    return found
+
+
 def read_runs(paths: list[str | Path]) -> list[EpisodeRecord]:
     records: list[EpisodeRecord] = []
     for p in paths:
@@ -260,4 +325,12 @@ def read_runs(paths: list[str | Path]) -> list[EpisodeRecord]:
     return records
 
 
-__all__ = ["CorruptLineWarning", "EpisodeRecord", "RunDir", "RunDirError", "read_runs"]
+__all__ = [
+    "CorruptLineWarning",
+    "EpisodeRecord",
+    "LineRef",
+    "RunDir",
+    "RunDirError",
+    "find_run_dirs",
+    "read_runs",
+]

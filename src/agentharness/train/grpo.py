@@ -38,6 +38,7 @@ from agentharness.train.model import (
     finite_losses,
     load_trainable,
     lora_config,
+    resume_checkpoint,
     save_final,
     shared_training_args,
     write_json,
@@ -69,6 +70,11 @@ class GRPOOptions:
     lora_alpha: int = 32
     seed: int = 0
     logging_steps: int = 1
+    # Run control (both trainers): trackers, resumable checkpoints, progress bars.
+    report_to: tuple[str, ...] = ()
+    save_steps: int | None = None
+    resume: bool = False
+    progress: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -508,6 +514,7 @@ def train_grpo(
     if opts.num_generations < 2:
         raise ValueError("GRPO needs num_generations >= 2 (advantages are relative within a group)")
     rows = _training_rows(tasks, instances, data, opts)
+    checkpoint = resume_checkpoint(out / "trainer", opts.resume)  # fail before loading a model
     steps = max_steps if max_steps is not None else math.ceil(len(rows) / opts.prompts_per_step)
 
     import os
@@ -557,7 +564,15 @@ def train_grpo(
         loss_type=opts.loss_type,
         scale_rewards=opts.scale_rewards,
         logging_steps=opts.logging_steps,
-        **{**shared_training_args(opts.seed), **opts.extra},
+        **{
+            **shared_training_args(
+                opts.seed,
+                report_to=opts.report_to,
+                save_steps=opts.save_steps,
+                progress=opts.progress,
+            ),
+            **opts.extra,
+        },
     )
     roller = EpisodeRoller(net, tokenizer, opts)
     trainer = GRPOTrainer(
@@ -570,7 +585,7 @@ def train_grpo(
         rollout_func=make_rollout_func(roller, by_prompt, log_dir),
     )
     roller.model = trainer.model  # the (possibly peft-wrapped) model being optimized
-    trainer.train()
+    trainer.train(resume_from_checkpoint=checkpoint)
     history = trainer.state.log_history
     losses = finite_losses(history)
     rewards = [float(h["reward"]) for h in history if "reward" in h]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,26 +52,77 @@ def save_final(net: Any, tokenizer: Any, directory: Path) -> Path:
     return directory
 
 
-def shared_training_args(seed: int) -> dict[str, Any]:
+def shared_training_args(
+    seed: int,
+    *,
+    report_to: Sequence[str] = (),
+    save_steps: int | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
     """The ``TrainingArguments`` both trainers share.
 
-    No mid-run checkpoints (``OUT/final`` is saved at the end), no experiment trackers, and
-    fixed seeds. A CUDA GPU is used when present (bf16 where it supports it); otherwise the
-    CPU, in float32.
+    Fixed seeds; a CUDA GPU when present (bf16 where it supports it), otherwise the CPU in
+    float32. ``report_to`` names installed HF trackers (:func:`check_report_to`);
+    ``save_steps`` writes a resumable checkpoint (model, optimizer, scheduler, RNG, step)
+    under ``OUT/trainer/checkpoint-N`` every N optimizer steps, keeping the last two;
+    without it only ``OUT/final`` is saved, at the end. ``progress`` shows tqdm bars.
     """
     import torch
 
     cuda = torch.cuda.is_available()
+    saving: dict[str, Any] = {"save_strategy": "no"}
+    if save_steps is not None:
+        if save_steps < 1:
+            raise ValueError(f"save_steps must be at least 1, got {save_steps}")
+        saving = {"save_strategy": "steps", "save_steps": save_steps, "save_total_limit": 2}
     return {
-        "save_strategy": "no",
-        "report_to": [],
+        **saving,
+        "report_to": check_report_to(report_to),
         "use_cpu": not cuda,
         "bf16": cuda and torch.cuda.is_bf16_supported(),
         "gradient_checkpointing": False,
         "seed": seed,
         "data_seed": seed,
-        "disable_tqdm": True,
+        "disable_tqdm": not progress,
     }
+
+
+def check_report_to(names: Sequence[str]) -> list[str]:
+    """Tracker names for ``report_to`` (``all``: every installed one, ``none``: no tracker).
+
+    Each must be an HF integration installed here (tensorboard, trackio, wandb, mlflow, ...);
+    anything else is an error naming the installed ones, before any training starts.
+    """
+    wanted = [n.strip() for name in names for n in name.split(",") if n.strip()]
+    if not wanted or wanted == ["none"]:
+        return []
+    from transformers.integrations import get_available_reporting_integrations
+
+    available = list(get_available_reporting_integrations())
+    if wanted == ["all"]:
+        return available
+    missing = [n for n in wanted if n not in available]
+    if missing:
+        raise ValueError(
+            f"--report-to {', '.join(missing)}: no such tracker installed here (installed: "
+            f"{', '.join(available) or 'none'}); install it, e.g. pip install tensorboard or trackio"
+        )
+    return wanted
+
+
+def resume_checkpoint(trainer_dir: Path, resume: bool) -> str | None:
+    """The checkpoint ``trainer.train(resume_from_checkpoint=...)`` continues from, if ``resume``."""
+    if not resume:
+        return None
+    checkpoints = sorted(
+        (p for p in trainer_dir.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()),
+        key=lambda p: int(p.name.split("-")[-1]),
+    )
+    if not checkpoints:
+        raise ValueError(
+            f"--resume: no checkpoint under {trainer_dir}; train with --save-steps N to write them"
+        )
+    return str(checkpoints[-1])
 
 
 def finite_losses(log_history: list[dict[str, Any]], key: str = "loss") -> list[float]:

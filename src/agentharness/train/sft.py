@@ -24,6 +24,7 @@ from agentharness.train.model import (
     finite_losses,
     load_trainable,
     lora_config,
+    resume_checkpoint,
     save_final,
     shared_training_args,
     write_json,
@@ -47,6 +48,11 @@ class SFTOptions:
     lora_alpha: int = 32
     seed: int = 0
     logging_steps: int = 1
+    # Run control (both trainers): trackers, resumable checkpoints, progress bars.
+    report_to: tuple[str, ...] = ()
+    save_steps: int | None = None
+    resume: bool = False
+    progress: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -109,6 +115,7 @@ def train_sft(
     rows = read_jsonl(data)
     if not rows:
         raise ValueError(f"{data} holds no SFT rows")
+    checkpoint = resume_checkpoint(out / "trainer", opts.resume)  # fail before loading a model
 
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -131,7 +138,15 @@ def train_sft(
         max_length=opts.max_length,
         truncation_mode=opts.truncation,
         logging_steps=opts.logging_steps,
-        **{**shared_training_args(opts.seed), **opts.extra},
+        **{
+            **shared_training_args(
+                opts.seed,
+                report_to=opts.report_to,
+                save_steps=opts.save_steps,
+                progress=opts.progress,
+            ),
+            **opts.extra,
+        },
     )
     peft_config = lora_config(opts.lora_r, opts.lora_alpha) if opts.lora else None
     trainer = SFTTrainer(
@@ -141,7 +156,7 @@ def train_sft(
         processing_class=tokenizer,
         peft_config=peft_config,
     )
-    trainer.train()
+    trainer.train(resume_from_checkpoint=checkpoint)
     losses = finite_losses(trainer.state.log_history)
     final = save_final(trainer.model, tokenizer, out / "final")
     n_tokens = [len(e["input_ids"]) for e in examples]

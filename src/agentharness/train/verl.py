@@ -136,8 +136,17 @@ def _trajectory_key(instance_id: str, kwargs: dict[str, Any]) -> str:
 
 
 def _observation_text(messages: list[Message]) -> str:
-    """What the environment said, as the text-format model reads it."""
+    """What the environment said, as the text-format model reads it (interaction path)."""
     return "\n".join(as_plain_text(m).text for m in messages)
+
+
+def _tool_text(messages: list[Message]) -> str:
+    """What a native tool call returns to verl: the bare result text.
+
+    verl sends it as a ``tool`` message and the chat template wraps it in
+    ``<tool_response>``; wrapping it here too would show the model the tags twice.
+    """
+    return "\n".join(m.text for m in messages if m.text)
 
 
 def _pil_images(messages: list[Message]) -> list[Any]:
@@ -227,7 +236,7 @@ class _ToolImpl:
             if isinstance(extra, dict):
                 extra[REWARD_FIELD] = float(reward.total)
         images = _pil_images(obs.messages)
-        return tool_response(_observation_text(obs.messages), images), obs.step_reward, metrics
+        return tool_response(_tool_text(obs.messages), images), obs.step_reward, metrics
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """The episode's reward so far (``Reward.total``; 0 when there is no episode)."""
