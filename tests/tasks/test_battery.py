@@ -2,44 +2,66 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from typing import Any
 
 import pytest
 
-from agentharness import make
-from agentharness.agents.scripted import ExpertAgent, NothingAgent, RandomAgent
+from agentharness.agents.scripted import NothingAgent, RandomAgent
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
-from agentharness.core.messages import Message, ToolCall, assistant, tool_message
+from agentharness.core.messages import Message, ToolCall, ToolOutcome, assistant, tool_message
 from agentharness.core.registry import episode_for, get_task
 from agentharness.core.task import TaskConfigError
-from agentharness.rollout.runner import run_one
 from agentharness.tasks.battery import simulator as sim
+from agentharness.tasks.battery.config import BatteryConfig
 from agentharness.tasks.battery.expert import BatteryExpert
 from agentharness.tasks.battery.generator import iso_temperature
+from agentharness.tasks.battery.problem import Hidden, Public
 from agentharness.tasks.battery.reward import FREE_SIMULATIONS, WEIGHTS
 from agentharness.tasks.battery.tools import BatteryWorld, run_design
+from agentharness.testing.tasks import call, episode, run_expert, scores, step_call
 
 SPEC = get_task("battery")
+DIFFS = ("easy", "medium", "hard")
 
 
 def _episode(difficulty: str = "easy", seed: int = 0, **knobs: Any) -> Episode:
-    return make("battery", difficulty=difficulty, **knobs).reset(seed=seed)
+    return episode("battery", seed, difficulty, **knobs)
 
 
-def _call(ep: Episode, name: str, args: dict[str, Any] | str, cid: str = "c1") -> Message:
-    obs = ep.step(assistant(tool_calls=[ToolCall.make(cid, name, args)]))
-    return obs.messages[0]
+def public(inst: Instance) -> Public:
+    return inst.public_as(Public)
 
 
-def _solution_args(ep: Episode) -> dict[str, Any]:
-    sol = ep.instance.hidden["solution"]
-    args = {"thickness_um": sol["thickness_um"], "porosity": sol["porosity"]}
-    if sol["heat_transfer_coefficient"] is not None:
-        args["heat_transfer_coefficient"] = sol["heat_transfer_coefficient"]
+def hidden(inst: Instance) -> Hidden:
+    return inst.hidden_as(Hidden)
+
+
+def world(ep: Episode) -> BatteryWorld:
+    w = ep.world
+    assert isinstance(w, BatteryWorld)
+    return w
+
+
+def config(difficulty: str) -> BatteryConfig:
+    c = SPEC.make_config(difficulty)
+    assert isinstance(c, BatteryConfig)
+    return c
+
+
+def data(msg: Message) -> Any:
+    """The structured result of a tool message (its text says the same)."""
+    assert msg.outcome is not None
+    return msg.outcome.data
+
+
+def _solution_args(inst: Instance) -> dict[str, Any]:
+    sol = hidden(inst).solution
+    args: dict[str, Any] = {"thickness_um": sol.thickness_um, "porosity": sol.porosity}
+    if sol.heat_transfer_coefficient is not None:
+        args["heat_transfer_coefficient"] = sol.heat_transfer_coefficient
     return args
 
 
@@ -94,7 +116,7 @@ def test_simulator_rejects_bad_designs(design: sim.CellDesign) -> None:
 
 
 # ---- generator -------------------------------------------------------------------------------
-@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+@pytest.mark.parametrize("difficulty", DIFFS)
 def test_generator_is_deterministic(difficulty: str) -> None:
     a, b = SPEC.instance(5, difficulty), SPEC.instance(5, difficulty)
     assert a == b
@@ -104,20 +126,29 @@ def test_generator_is_deterministic(difficulty: str) -> None:
     assert SPEC.instance(6, difficulty) != a
 
 
-@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_typed_views_are_exactly_the_stored_data(difficulty: str) -> None:
+    inst = SPEC.instance(0, difficulty)
+    # Same values and the same key order: the generator stores these models' dumps.
+    assert json.dumps(public(inst).dump()) == json.dumps(inst.public)
+    assert json.dumps(hidden(inst).model_dump(mode="json")) == json.dumps(inst.hidden)
+    assert ("cooling_options_w_m2k" in inst.public) == (difficulty == "hard")
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_hidden_solution_is_feasible(difficulty: str, seed: int) -> None:
     inst = SPEC.instance(seed, difficulty)
-    sol = inst.hidden["solution"]
-    r, v = run_design(inst, sol["thickness_um"], sol["porosity"], sol["heat_transfer_coefficient"])
+    sol = hidden(inst).solution
+    r, v = run_design(inst, sol.thickness_um, sol.porosity, sol.heat_transfer_coefficient)
     assert v.feasible
-    frac = SPEC.config_of(inst).temperature_margin  # type: ignore[attr-defined]
-    rise = r.peak_temperature_c - inst.public["ambient_c"]
+    frac = config(difficulty).temperature_margin
+    rise = r.peak_temperature_c - public(inst).ambient_c
     assert v.energy_margin >= 0.0 and v.thermal_margin >= frac * rise - 1e-6
     assert v.thermal_margin <= frac * rise + 0.011  # the limit is rounded up to 0.01 K only
     assert rise >= 4.0  # the temperature limit matters
     if difficulty == "hard":
-        assert inst.public["choose_cooling"] and sol["heat_transfer_coefficient"] is not None
+        assert public(inst).choose_cooling and sol.heat_transfer_coefficient is not None
 
 
 @pytest.mark.parametrize("difficulty", ["easy", "hard"])
@@ -125,8 +156,8 @@ def test_feasible_band_is_a_thin_sliver_under_the_limit(difficulty: str) -> None
     """A few percent thinner misses the energy; a few percent thicker runs too hot."""
     for seed in (0, 1):
         inst = SPEC.instance(seed, difficulty)
-        sol = inst.hidden["solution"]
-        t, eps, h = sol["thickness_um"], sol["porosity"], sol["heat_transfer_coefficient"]
+        sol = hidden(inst).solution
+        t, eps, h = sol.thickness_um, sol.porosity, sol.heat_transfer_coefficient
         _, thin = run_design(inst, round(t * 0.97, 1), eps, h)
         _, thick = run_design(inst, round(t * 1.03, 1), eps, h)
         assert not thin.energy_ok and thin.thermal_ok
@@ -138,43 +169,43 @@ def test_hidden_design_is_about_the_best_at_its_temperature() -> None:
     from agentharness.tasks.battery.generator import Conditions
 
     inst = SPEC.instance(2, "medium")
-    pub = inst.public
-    cond = Conditions(pub["c_rate"], pub["ambient_c"], pub["heat_transfer_w_m2k"], None, 0.9)
-    limit, target = pub["peak_temperature_limit_c"], pub["specific_energy_target_wh_kg"]
+    pub = public(inst)
+    cond = Conditions(pub.c_rate, pub.ambient_c, pub.heat_transfer_w_m2k, None, 0.9)
+    limit, target = pub.peak_temperature_limit_c, pub.specific_energy_target_wh_kg
     best = []
     for eps in (0.2, 0.26, 0.34, 0.42):
-        sol_t = inst.hidden["solution"]["thickness_um"]
+        sol_t = hidden(inst).solution.thickness_um
         pts = iso_temperature(cond, eps, limit - 0.05, sol_t * (1 - 0.3) / (1 - eps))
         best += [p.specific_energy for p in pts if p.peak <= limit]
     assert best and max(best) <= target * 1.004
 
 
 def test_difficulty_narrows_the_band() -> None:
-    fracs = [SPEC.make_config(d).temperature_margin for d in ("easy", "medium", "hard")]  # type: ignore[attr-defined]
+    fracs = [config(d).temperature_margin for d in DIFFS]
     assert fracs[0] > fracs[1] > fracs[2]
     for seed in (0, 1):
         bands = []
-        for d in ("easy", "medium", "hard"):
+        for d in DIFFS:
             inst = SPEC.instance(seed, d)
-            peak = inst.hidden["solution_peak_temperature_c"]
-            bands.append(
-                (inst.public["peak_temperature_limit_c"] - peak) / (peak - inst.public["ambient_c"])
-            )
+            peak = hidden(inst).solution_peak_temperature_c
+            pub = public(inst)
+            bands.append((pub.peak_temperature_limit_c - peak) / (peak - pub.ambient_c))
         assert bands[0] > bands[1] > bands[2]
 
 
 def test_prompt_states_targets_and_answer_format() -> None:
     inst = SPEC.instance(0, "hard")
     text = "\n".join(m.text for m in SPEC.generator.prompt(inst))
-    assert f"{inst.public['specific_energy_target_wh_kg']:g} Wh/kg" in text
-    assert f"{inst.public['peak_temperature_limit_c']:g} °C" in text
+    pub = public(inst)
+    assert f"{pub.specific_energy_target_wh_kg:g} Wh/kg" in text
+    assert f"{pub.peak_temperature_limit_c:g} °C" in text
     assert "submit_design(thickness_um=..., porosity=..., heat_transfer_coefficient=...)" in text
-    assert "thickness_um" not in str(inst.public.get("solution", ""))
+    assert "solution" not in inst.public
 
 
 def test_knobs_override_and_are_validated() -> None:
     inst = SPEC.instance(0, "easy", c_rate=(2.0, 2.0), energy_margin=0.1)
-    assert inst.public["c_rate"] == 2.0
+    assert public(inst).c_rate == 2.0
     with pytest.raises(TaskConfigError):
         SPEC.instance(0, "easy", thickness_um=(10.0, 50.0))
     with pytest.raises(TaskConfigError):
@@ -184,17 +215,38 @@ def test_knobs_override_and_are_validated() -> None:
 # ---- tools -----------------------------------------------------------------------------------
 def test_simulate_reports_margins_and_directions() -> None:
     ep = _episode("easy", 0)
-    hot = json.loads(_call(ep, "simulate_cell", {"thickness_um": 140, "porosity": 0.5}).text)
+    hot = data(step_call(ep, "simulate_cell", {"thickness_um": 140, "porosity": 0.5}))
     assert hot["constraints"]["peak_temperature"]["satisfied"] is False
     assert hot["constraints"]["peak_temperature"]["margin_k"] < 0
     assert "EXCEEDS" in hot["feedback"] and "thinner" in hot["feedback"]
-    lean = json.loads(_call(ep, "simulate_cell", {"thickness_um": 35, "porosity": 0.55}).text)
+    lean = data(step_call(ep, "simulate_cell", {"thickness_um": 35, "porosity": 0.55}))
     assert lean["constraints"]["specific_energy"]["satisfied"] is False
     assert "BELOW" in lean["feedback"] and "thicker" in lean["feedback"]
-    dense = json.loads(_call(ep, "simulate_cell", {"thickness_um": 150, "porosity": 0.15}).text)
+    dense = data(step_call(ep, "simulate_cell", {"thickness_um": 150, "porosity": 0.15}))
     assert "transport-limited" in dense["feedback"]
-    assert dense["simulations_used"] == 3 and isinstance(ep.world, BatteryWorld)
-    assert ep.world.simulations == 3 and not ep.done
+    assert dense["simulations_used"] == 3
+    assert world(ep).simulations == 3 and not ep.done
+
+
+def test_tool_results_carry_the_report_as_data() -> None:
+    ep = _episode("easy", 0)
+    msg = step_call(ep, "simulate_cell", {"thickness_um": 60, "porosity": 0.4})
+    assert msg.outcome is not None and not msg.outcome.is_error
+    # The text is the report as JSON, byte for byte; the data is the same report.
+    assert msg.text == json.dumps(msg.outcome.data, ensure_ascii=False)
+    assert json.loads(msg.text) == msg.outcome.data
+    assert msg.outcome.data["design"] == {
+        "thickness_um": 60.0,
+        "porosity": 0.4,
+        "heat_transfer_coefficient_w_m2k": public(ep.instance).heat_transfer_w_m2k,
+    }
+    sub = step_call(ep, "submit_design", {"thickness_um": 60, "porosity": 0.4}, "c2")
+    assert ep.done and sub.outcome is not None and not sub.outcome.is_error
+    assert sub.text.startswith("Submitted thickness 60 um, porosity 0.4")
+    assert sub.outcome.data["feasible"] is False
+    assert sub.outcome.data["results"] == msg.outcome.data["results"]
+    bad = step_call(_episode("easy", 0), "simulate_cell", {"thickness_um": 80})
+    assert bad.outcome is not None and bad.outcome.is_error
 
 
 @pytest.mark.parametrize(
@@ -218,50 +270,58 @@ def test_bad_arguments_are_errors_and_the_episode_continues(args: Any) -> None:
     for name in ("simulate_cell", "submit_design"):
         result = ep.world.execute(name, args)
         assert result.is_error and result.text.startswith("Error:")
-        msg = _call(ep, name, args)  # through the episode: an error message, never a crash
+        # Through the episode: an error message (a tool error, or a format error for
+        # arguments that are not JSON), never a crash.
+        msg = ep.step(call(name, args)).messages[0]
         assert "rror" in msg.text
+        assert msg.role != "tool" or (msg.outcome is not None and msg.outcome.is_error)
         assert not ep.done
-    assert ep.world.simulations == 0  # type: ignore[attr-defined]
+    assert world(ep).simulations == 0
     assert ep.world.final_answer is None
+
+
+def _is_error(msg: Message) -> bool:
+    return msg.outcome is not None and msg.outcome.is_error
 
 
 def test_cooling_argument_rules() -> None:
     easy = _episode("easy", 0)
-    h = easy.instance.public["heat_transfer_w_m2k"]
-    msg = _call(
+    h = public(easy.instance).heat_transfer_w_m2k
+    msg = step_call(
         easy,
         "simulate_cell",
         {"thickness_um": 60, "porosity": 0.4, "heat_transfer_coefficient": h + 20},
     )
-    assert "fixed" in msg.text and msg.text.startswith("Error:")
-    ok = _call(
+    assert "fixed" in msg.text and _is_error(msg)
+    ok = step_call(
         easy, "simulate_cell", {"thickness_um": 60, "porosity": 0.4, "heat_transfer_coefficient": h}
     )
-    assert not ok.text.startswith("Error:")
+    assert not _is_error(ok)
 
     hard = _episode("hard", 0)
-    offered = hard.instance.public["cooling_options_w_m2k"]
-    assert len(offered) == 3 and hard.instance.hidden["solution"]["heat_transfer_coefficient"] in [
-        hard.instance.public["heat_transfer_w_m2k"],
+    pub = public(hard.instance)
+    offered = list(pub.cooling_options_w_m2k or ())
+    assert len(offered) == 3 and hidden(hard.instance).solution.heat_transfer_coefficient in [
+        pub.heat_transfer_w_m2k,
         *offered,
     ]
     top = max(offered)
     for off_menu in (top + 10, (offered[0] + offered[1]) / 2, 0.5, 200.0):
-        msg = _call(
+        msg = step_call(
             hard,
             "simulate_cell",
             {"thickness_um": 60, "porosity": 0.4, "heat_transfer_coefficient": off_menu},
         )
-        assert msg.text.startswith("Error:") and "not on offer" in msg.text
+        assert _is_error(msg) and "not on offer" in msg.text
         assert f"{top:g}" in msg.text  # the error lists what is on offer
-    cooled = json.loads(
-        _call(
+    cooled = data(
+        step_call(
             hard,
             "simulate_cell",
             {"thickness_um": 60, "porosity": 0.4, "heat_transfer_coefficient": top},
-        ).text
+        )
     )
-    natural = json.loads(_call(hard, "simulate_cell", {"thickness_um": 60, "porosity": 0.4}).text)
+    natural = data(step_call(hard, "simulate_cell", {"thickness_um": 60, "porosity": 0.4}))
     assert cooled["results"]["mass_breakdown_g"]["cooling"] > 0
     assert natural["results"]["mass_breakdown_g"]["cooling"] == 0
     assert cooled["results"]["peak_temperature_c"] < natural["results"]["peak_temperature_c"]
@@ -275,21 +335,20 @@ def test_solver_failure_is_a_tool_error(monkeypatch: pytest.MonkeyPatch) -> None
 
     monkeypatch.setattr(tools, "simulate", boom)
     ep = _episode("easy", 0)
-    msg = _call(ep, "simulate_cell", {"thickness_um": 80, "porosity": 0.3})
-    assert msg.text.startswith("Error:") and "did not converge" in msg.text
-    msg = _call(ep, "submit_design", {"thickness_um": 80, "porosity": 0.3}, cid="c2")
-    assert msg.text.startswith("Error:") and not ep.done
+    msg = step_call(ep, "simulate_cell", {"thickness_um": 80, "porosity": 0.3})
+    assert _is_error(msg) and "did not converge" in msg.text
+    msg = step_call(ep, "submit_design", {"thickness_um": 80, "porosity": 0.3}, "c2")
+    assert _is_error(msg) and not ep.done
     assert ep.world.final_answer is None
 
 
 def test_simulation_budget_is_enforced() -> None:
     ep = _episode("easy", 0, max_simulations=2)
     for i in range(2):
-        assert not _call(
-            ep, "simulate_cell", {"thickness_um": 60 + i, "porosity": 0.4}, f"c{i}"
-        ).text.startswith("Error")
-    msg = _call(ep, "simulate_cell", {"thickness_um": 70, "porosity": 0.4}, "c9")
-    assert msg.text.startswith("Error:") and "budget" in msg.text
+        msg = step_call(ep, "simulate_cell", {"thickness_um": 60 + i, "porosity": 0.4}, f"c{i}")
+        assert not _is_error(msg)
+    msg = step_call(ep, "simulate_cell", {"thickness_um": 70, "porosity": 0.4}, "c9")
+    assert _is_error(msg) and "budget" in msg.text
     assert not ep.done
 
 
@@ -298,7 +357,7 @@ def test_nudges_carry_the_search_state() -> None:
     ep = _episode("easy", 0)
     first = ep.step("Let me think.").messages[0].text
     assert "simulate_cell" in first and "Wh/kg" in first
-    _call(ep, "simulate_cell", {"thickness_um": 60, "porosity": 0.4})
+    step_call(ep, "simulate_cell", {"thickness_um": 60, "porosity": 0.4})
     second = ep.step("Hmm.").messages[0].text
     assert "best design so far: 60 um" in second
     ep.step("Still thinking.")
@@ -309,8 +368,8 @@ def test_nudges_carry_the_search_state() -> None:
 # ---- reward ------------------------------------------------------------------------------------
 def _submit(inst: Instance, args: dict[str, Any], sims: int = 0) -> Any:
     ep = episode_for(inst)
-    ep.world.simulations = sims  # type: ignore[attr-defined]
-    _call(ep, "submit_design", args)
+    world(ep).simulations = sims
+    step_call(ep, "submit_design", args)
     if not ep.done:  # the submission was refused (e.g. cooling outside the allowed range)
         ep.finish("no_answer")
     return ep.reward()
@@ -318,14 +377,14 @@ def _submit(inst: Instance, args: dict[str, Any], sims: int = 0) -> Any:
 
 def test_reward_full_for_the_hidden_design() -> None:
     inst = SPEC.instance(1, "medium")
-    good = _submit(inst, _solution_args(episode_for(inst)))
+    good = _submit(inst, _solution_args(inst))
     assert good.success and good.total == pytest.approx(1.0)
     assert good.component("feasible") == 1.0 and good.component("progress") == 1.0
 
 
 def test_reward_zero_when_too_hot_even_with_the_energy_met() -> None:
     inst = SPEC.instance(1, "medium")
-    sol = _solution_args(episode_for(inst))
+    sol = _solution_args(inst)
     for extra in (2.0, 4.0):  # thicker than the hidden design: more energy, too hot
         r = _submit(inst, {**sol, "thickness_um": sol["thickness_um"] + extra})
         _, v = run_design(inst, sol["thickness_um"] + extra, sol["porosity"], None)
@@ -340,15 +399,15 @@ def test_reward_nothing_for_a_cool_but_lean_design() -> None:
         r = _submit(inst, {"thickness_um": t_um, "porosity": eps})
         if v.thermal_ok:
             short = -v.energy_margin / v.target_wh_kg
-            assert short > inst.public["progress_window"]  # far outside the window
+            assert short > public(inst).progress_window  # far outside the window
         assert r.total == 0.0 and not r.success
 
 
 def test_reward_progress_within_the_window_only() -> None:
     """Slightly thinner than the hidden design: cool, a little short, partial credit."""
     inst = SPEC.instance(1, "medium")
-    sol = _solution_args(episode_for(inst))
-    window = inst.public["progress_window"]
+    sol = _solution_args(inst)
+    window = public(inst).progress_window
     totals = []
     for frac in (0.99, 0.97):
         t_um = round(sol["thickness_um"] * frac, 1)
@@ -368,7 +427,7 @@ def test_reward_progress_within_the_window_only() -> None:
 
 def test_efficiency_falls_with_many_simulations_and_only_pays_a_solution() -> None:
     inst = SPEC.instance(2, "easy")
-    sol = _solution_args(episode_for(inst))
+    sol = _solution_args(inst)
     few, many = _submit(inst, sol, FREE_SIMULATIONS), _submit(inst, sol, 25)
     assert few.component("efficiency") == 1.0
     assert many.component("efficiency") < 0.5
@@ -379,21 +438,21 @@ def test_efficiency_falls_with_many_simulations_and_only_pays_a_solution() -> No
 
 def test_reward_re_simulates_rather_than_trusting_the_record() -> None:
     ep = _episode("easy", 0)
-    _call(ep, "submit_design", {"thickness_um": 35, "porosity": 0.55})
+    step_call(ep, "submit_design", {"thickness_um": 35, "porosity": 0.55})
     ep.world.final_answer = {"thickness_um": 35, "porosity": 0.55, "feasible": True}
     assert not ep.reward().success
 
 
 # ---- expert ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+@pytest.mark.parametrize("difficulty", DIFFS)
 def test_expert_solves_within_budget(difficulty: str) -> None:
     inst = SPEC.instance(3, difficulty)
-    ep, _ = asyncio.run(run_one(inst, ExpertAgent().policy(inst)))
+    ep = run_expert(inst)
     assert ep.end_reason == "answered"
     assert ep.reward().total >= SPEC.solved_threshold
     assert ep.turns <= SPEC.interaction.budgets.max_turns // 4
     # The bisection itself found the submitted design (not the hidden-design fallback).
-    sims = [json.loads(c.result) for c in ep.tool_calls if c.name == "simulate_cell"]
+    sims = [c.data for c in ep.tool_calls if c.name == "simulate_cell"]
     assert sims and sims[-1]["feasible"]
     submitted = ep.world.final_answer
     assert submitted is not None and submitted["thickness_um"] == sims[-1]["design"]["thickness_um"]
@@ -403,20 +462,36 @@ def test_expert_ignores_foreign_failures_and_takes_foreign_successes() -> None:
     ep = _episode("medium", 2)
     expert = BatteryExpert(ep.instance)
     # A foreign infeasible probe does not disturb the bisection.
-    _call(ep, "simulate_cell", {"thickness_um": 35, "porosity": 0.55}, "rnd_1")
+    step_call(ep, "simulate_cell", {"thickness_um": 35, "porosity": 0.55}, "rnd_1")
     turn = expert.next_turn(ep.messages)
     assert turn.tool_calls and turn.tool_calls[0].function.name == "simulate_cell"
     args = json.loads(turn.tool_calls[0].function.arguments)
-    assert args["porosity"] == ep.instance.hidden["solution"]["porosity"]
+    assert args["porosity"] == hidden(ep.instance).solution.porosity
     # A foreign feasible report is submitted straight away.
-    feasible_report = json.loads(_call(ep, "simulate_cell", _solution_args(ep), "rnd_2").text)
+    feasible_report = data(step_call(ep, "simulate_cell", _solution_args(ep.instance), "rnd_2"))
     assert feasible_report["feasible"]
     turn = expert.next_turn(ep.messages)
     assert turn.tool_calls and turn.tool_calls[0].function.name == "submit_design"
     # Error messages in the history are skipped.
     msgs = [*ep.messages, assistant(tool_calls=[ToolCall.make("x", "simulate_cell", "{}")])]
-    msgs.append(tool_message("x", "simulate_cell", "Error: bad"))
+    msgs.append(tool_message("x", "simulate_cell", "Error: bad", ToolOutcome(is_error=True)))
     assert expert.next_turn(msgs).tool_calls
+
+
+def test_expert_reads_results_as_data_not_text() -> None:
+    # With every tool message's text blanked, the expert decides from the outcomes alone.
+    inst = SPEC.instance(0, "easy")
+    ep = episode_for(inst)
+    expert = SPEC.expert(inst)
+    while not ep.done:
+        blank = [
+            m.model_copy(update={"content": ""}) if m.role == "tool" else m for m in ep.messages
+        ]
+        ep.step(expert.next_turn(blank))
+    assert ep.reward().success
+    assert [c.arguments for c in ep.tool_calls] == [
+        c.arguments for c in run_expert(inst).tool_calls
+    ]
 
 
 # ---- reward integrity (issue 10): what lazy answers earn over 30 seeds ----------------------------
@@ -454,7 +529,7 @@ def _with_cooling(inst: Instance, args: dict[str, Any]) -> dict[str, Any]:
     if args.get("cooling") != "strongest":
         return args
     rest = {k: v for k, v in args.items() if k != "cooling"}
-    return {**rest, "heat_transfer_coefficient": max(inst.public["cooling_options_w_m2k"])}
+    return {**rest, "heat_transfer_coefficient": max(public(inst).cooling_options_w_m2k or ())}
 
 
 def _lazy(insts: list[Instance], args: dict[str, Any]) -> tuple[float, float]:
@@ -473,7 +548,7 @@ def _designs(difficulty: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+@pytest.mark.parametrize("difficulty", DIFFS)
 def test_no_fixed_design_earns_reward(difficulty: str, instances: Any) -> None:
     insts = instances(difficulty)
     for args in _designs(difficulty):
@@ -482,24 +557,19 @@ def test_no_fixed_design_earns_reward(difficulty: str, instances: Any) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+@pytest.mark.parametrize("difficulty", DIFFS)
 def test_best_constant_answer_fitted_on_other_seeds(difficulty: str, instances: Any) -> None:
     """The best of other seeds' solutions, chosen on those seeds, fails on fresh ones."""
     train = [SPEC.instance(s, difficulty) for s in range(1000, 1006)]
-    candidates = [_solution_args(episode_for(inst)) for inst in train]
+    candidates = [_solution_args(inst) for inst in train]
     best = max(candidates, key=lambda a: _lazy(train, a)[0])
     mean, success = _lazy(instances(difficulty), best)
     assert mean <= LAZY_MEAN and success <= LAZY_SUCCESS, (difficulty, best, mean, success)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+@pytest.mark.parametrize("difficulty", DIFFS)
 def test_random_and_do_nothing_agents_earn_little(difficulty: str, instances: Any) -> None:
     for agent in (RandomAgent(), NothingAgent()):
-        rewards = [
-            asyncio.run(run_one(inst, agent.policy(inst)))[0].reward()
-            for inst in instances(difficulty)
-        ]
-        mean = sum(r.total for r in rewards) / len(rewards)
-        success = sum(r.success for r in rewards) / len(rewards)
+        mean, success = scores(agent, instances(difficulty))
         assert mean <= LAZY_MEAN and success <= LAZY_SUCCESS, (agent.name, difficulty, mean)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.parsing import answered_calls
+from agentharness.tasks.battery.problem import Hidden, Public
 from agentharness.tasks.battery.simulator import END_DEPLETION, REF_THICKNESS_UM, THICKNESS_RANGE_UM
 
 ID_PREFIX = "battery_expert_"
@@ -24,12 +25,14 @@ class BatteryExpert:
     reference cell's thickness: a probe that runs too hot or is transport-limited bounds
     it from above, one that is cool but short of energy from below. The feasible band
     lies between, just under the temperature limit. After ``MAX_PROBES`` probes it
-    submits the hidden design, which the generator verified.
+    submits the hidden design, which the generator verified. Tool results are read as
+    data (``message.outcome``), never parsed from the text.
     """
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
-        self.solution: dict[str, Any] = dict(instance.hidden["solution"])
+        self.choose_cooling = instance.public_as(Public).choose_cooling
+        self.solution = instance.hidden_as(Hidden).solution
         self.turn = 0
 
     def _call(self, name: str, args: dict[str, Any]) -> Message:
@@ -38,7 +41,7 @@ class BatteryExpert:
 
     def _args(self, thickness: float, porosity: float, h: float | None) -> dict[str, Any]:
         args: dict[str, Any] = {"thickness_um": thickness, "porosity": porosity}
-        if self.instance.public["choose_cooling"] and h is not None:
+        if self.choose_cooling and h is not None:
             args["heat_transfer_coefficient"] = h
         return args
 
@@ -60,18 +63,14 @@ class BatteryExpert:
                 self._args(d["thickness_um"], d["porosity"], d["heat_transfer_coefficient_w_m2k"]),
             )
 
-        porosity = float(self.solution["porosity"])
-        h = self.solution.get("heat_transfer_coefficient")
+        porosity = self.solution.porosity
+        h = self.solution.heat_transfer_coefficient
         own = [rep for call_id, rep in reports if call_id.startswith(ID_PREFIX)]
         if len(own) >= MAX_PROBES:
-            return self._call(
-                "submit_design", self._args(float(self.solution["thickness_um"]), porosity, h)
-            )
+            return self._call("submit_design", self._args(self.solution.thickness_um, porosity, h))
         thickness = self._next_thickness(own)
         if thickness is None:
-            return self._call(
-                "submit_design", self._args(float(self.solution["thickness_um"]), porosity, h)
-            )
+            return self._call("submit_design", self._args(self.solution.thickness_um, porosity, h))
         return self._call("simulate_cell", self._args(thickness, porosity, h))
 
     def _next_thickness(self, own: list[dict[str, Any]]) -> float | None:
@@ -101,22 +100,12 @@ class BatteryExpert:
 
 
 def _simulation_reports(messages: list[Message]) -> list[tuple[str, dict[str, Any]]]:
-    """``(call id, parsed report)`` of every successful simulate_cell call so far."""
-    names: dict[str, str] = {}
-    for m in messages:
-        if m.role == "assistant":
-            for c in m.tool_calls or []:
-                names[c.id] = c.function.name
-    out: list[tuple[str, dict[str, Any]]] = []
-    for m in messages:
-        if m.role != "tool" or m.tool_call_id is None:
-            continue
-        if names.get(m.tool_call_id, m.name) != "simulate_cell":
-            continue
-        try:
-            rep = json.loads(m.text)
-        except (json.JSONDecodeError, TypeError):
-            continue  # an error message, not a report
-        if isinstance(rep, dict) and "constraints" in rep and "design" in rep:
-            out.append((m.tool_call_id, rep))
-    return out
+    """``(call id, report)`` of every successful simulate_cell call so far (as data)."""
+    return [
+        (call.id, message.outcome.data)
+        for call, message in answered_calls(messages)
+        if call.name == "simulate_cell"
+        and message.outcome is not None
+        and not message.outcome.is_error
+        and isinstance(message.outcome.data, dict)
+    ]

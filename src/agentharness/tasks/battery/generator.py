@@ -25,7 +25,6 @@ import copy
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
@@ -33,6 +32,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
 from agentharness.core.task import Problem
 from agentharness.tasks.battery.config import BatteryConfig
+from agentharness.tasks.battery.problem import Design, Hidden, Public, SeedDesign
 from agentharness.tasks.battery.simulator import (
     COOLING_G_PER_H,
     END_CUTOFF,
@@ -107,45 +107,45 @@ class BatteryGenerator:
         return Problem(public=copy.deepcopy(cached.public), hidden=copy.deepcopy(cached.hidden))
 
     def prompt(self, instance: Instance) -> list[Message]:
-        pub = instance.public
-        if pub["choose_cooling"]:
-            offered = ", ".join(f"{h:g}" for h in pub["cooling_options_w_m2k"])
+        pub = instance.public_as(Public)
+        if pub.choose_cooling:
+            offered = ", ".join(f"{h:g}" for h in pub.cooling_options_w_m2k or ())
             cooling = (
                 f"Cooling: natural convection gives a heat-transfer coefficient of "
-                f"{pub['heat_transfer_w_m2k']:g} W/m²K. You may fit one forced-cooling system "
+                f"{pub.heat_transfer_w_m2k:g} W/m²K. You may fit one forced-cooling system "
                 f"instead, which raises the total heat_transfer_coefficient to one of {offered} "
                 f"W/m²K; every W/m²K above natural convection adds "
-                f"{pub['cooling_mass_g_per_w_m2k']:g} g of cooling hardware to the cell mass. "
+                f"{pub.cooling_mass_g_per_w_m2k:g} g of cooling hardware to the cell mass. "
                 "Omit the argument for natural convection."
             )
             answer = "submit_design(thickness_um=..., porosity=..., heat_transfer_coefficient=...)"
         else:
             cooling = (
-                f"Cooling: fixed, heat-transfer coefficient {pub['heat_transfer_w_m2k']:g} "
+                f"Cooling: fixed, heat-transfer coefficient {pub.heat_transfer_w_m2k:g} "
                 "W/m²K (do not pass heat_transfer_coefficient)."
             )
             answer = "submit_design(thickness_um=..., porosity=...)"
-        lo_t, hi_t = pub["thickness_range_um"]
-        lo_p, hi_p = pub["porosity_range"]
+        lo_t, hi_t = pub.thickness_range_um
+        lo_p, hi_p = pub.porosity_range
         text = f"""\
 Design the positive electrode for these operating conditions:
-- Discharge: constant current at {pub["c_rate"]:g}C from full charge to 2.5 V.
-- Ambient (and initial) temperature: {pub["ambient_c"]:g} °C.
+- Discharge: constant current at {pub.c_rate:g}C from full charge to 2.5 V.
+- Ambient (and initial) temperature: {pub.ambient_c:g} °C.
 - {cooling}
 
 Requirements:
-- Specific energy >= {pub["specific_energy_target_wh_kg"]:g} Wh/kg.
-- Peak cell temperature during the discharge <= {pub["peak_temperature_limit_c"]:g} °C.
+- Specific energy >= {pub.specific_energy_target_wh_kg:g} Wh/kg.
+- Peak cell temperature during the discharge <= {pub.peak_temperature_limit_c:g} °C.
 
 Design variables: thickness_um in [{lo_t:g}, {hi_t:g}] micrometres, porosity in \
 [{lo_p:g}, {hi_p:g}]. (Reference LG M50 cell: 75.6 um, porosity 0.335; packaging \
-{pub["packaging_g"]:g} g.)
-Simulation budget: {pub["max_simulations"]} calls to simulate_cell.
+{pub.packaging_g:g} g.)
+Simulation budget: {pub.max_simulations} calls to simulate_cell.
 
 The target is close to the most specific energy any design reaches within this temperature \
 limit, so only designs that run just under the limit, with a well-chosen porosity, meet \
 both. Partial credit: a design within the limit whose specific energy is short of the \
-target by less than {100 * pub["progress_window"]:g} % earns part of the score; further \
+target by less than {100 * pub.progress_window:g} % earns part of the score; further \
 short, or hotter than the limit, earns nothing.
 
 Find a design that meets both requirements, then call {answer}."""
@@ -413,32 +413,31 @@ def _attempt(config: BatteryConfig, rng: np.random.Generator, attempt: int) -> P
     except (DesignError, SimulationError):
         pass
 
-    public: dict[str, Any] = {
-        "c_rate": c_rate,
-        "ambient_c": ambient,
-        "heat_transfer_w_m2k": natural,
-        "choose_cooling": config.choose_cooling,
-        "specific_energy_target_wh_kg": target,
-        "peak_temperature_limit_c": limit,
-        "progress_window": config.progress_window,
-        "thickness_range_um": list(THICKNESS_RANGE_UM),
-        "porosity_range": list(POROSITY_RANGE),
-        "packaging_g": PACKAGING_G,
-        "max_simulations": config.max_simulations,
-    }
-    if config.choose_cooling:
-        public["cooling_options_w_m2k"] = options
-        public["cooling_mass_g_per_w_m2k"] = COOLING_G_PER_H
-    hidden_data: dict[str, Any] = {
-        "solution": {
-            "thickness_um": best.thickness_um,
-            "porosity": best.porosity,
-            "heat_transfer_coefficient": h if config.choose_cooling else None,
-        },
-        "solution_specific_energy_wh_kg": round(hidden.specific_energy_wh_kg, 3),
-        "solution_peak_temperature_c": round(hidden.peak_temperature_c, 3),
-        "seed_design": {"thickness_um": seed.thickness_um, "porosity": seed.porosity},
-        "search_simulations": len(points) + 1,
-        "attempts": attempt,
-    }
-    return Problem(public=public, hidden=hidden_data)
+    public = Public(
+        c_rate=c_rate,
+        ambient_c=ambient,
+        heat_transfer_w_m2k=natural,
+        choose_cooling=config.choose_cooling,
+        specific_energy_target_wh_kg=target,
+        peak_temperature_limit_c=limit,
+        progress_window=config.progress_window,
+        thickness_range_um=THICKNESS_RANGE_UM,
+        porosity_range=POROSITY_RANGE,
+        packaging_g=PACKAGING_G,
+        max_simulations=config.max_simulations,
+        cooling_options_w_m2k=tuple(options) if config.choose_cooling else None,
+        cooling_mass_g_per_w_m2k=COOLING_G_PER_H if config.choose_cooling else None,
+    )
+    hidden_data = Hidden(
+        solution=Design(
+            thickness_um=best.thickness_um,
+            porosity=best.porosity,
+            heat_transfer_coefficient=h if config.choose_cooling else None,
+        ),
+        solution_specific_energy_wh_kg=round(hidden.specific_energy_wh_kg, 3),
+        solution_peak_temperature_c=round(hidden.peak_temperature_c, 3),
+        seed_design=SeedDesign(thickness_um=seed.thickness_um, porosity=seed.porosity),
+        search_simulations=len(points) + 1,
+        attempts=attempt,
+    )
+    return Problem(public=public.dump(), hidden=hidden_data.model_dump(mode="json"))

@@ -5,11 +5,11 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 from agentharness.core.task import Budgets, Interaction
-from agentharness.core.tools import World
+from agentharness.tasks.battery.problem import Public
 from agentharness.tasks.battery.tools import BatteryWorld
 
 
-class BatteryInteraction(Interaction):
+class BatteryInteraction(Interaction[BatteryWorld]):
     """Nudges with the state of the search: the best design so far and what to do next."""
 
     def __init__(self) -> None:
@@ -21,12 +21,11 @@ class BatteryInteraction(Interaction):
         )
 
     def on_no_tool_call(
-        self, instance: Instance, world: World, message: Message, nudges: int
+        self, instance: Instance, world: BatteryWorld, message: Message, nudges: int
     ) -> str | None:
-        assert isinstance(world, BatteryWorld)
-        pub = instance.public
+        pub = instance.public_as(Public)
         args = "thickness_um (micrometres) and porosity"
-        if pub["choose_cooling"]:
+        if pub.choose_cooling:
             args += " (and optionally heat_transfer_coefficient in W/m²K)"
         best = world.best
         if best is None:
@@ -34,11 +33,11 @@ class BatteryInteraction(Interaction):
                 "You did not call a tool, so nothing happened. Start by calling `simulate_cell` "
                 f"with {args} - for example the reference cell, 75.6 um and 0.335 - and read how "
                 f"far it is from the targets (specific energy >= "
-                f"{pub['specific_energy_target_wh_kg']:g} Wh/kg, peak temperature <= "
-                f"{pub['peak_temperature_limit_c']:g} °C)."
+                f"{pub.specific_energy_target_wh_kg:g} Wh/kg, peak temperature <= "
+                f"{pub.peak_temperature_limit_c:g} °C)."
             )
         d = best["design"]
-        left = int(pub["max_simulations"]) - world.simulations
+        left = pub.max_simulations - world.simulations
         return (
             f"You did not call a tool. Your best design so far: {d['thickness_um']:g} um, "
             f"porosity {d['porosity']:g}, h {d['heat_transfer_coefficient_w_m2k']:g} W/m²K -> "

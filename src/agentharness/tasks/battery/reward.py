@@ -17,14 +17,14 @@ from __future__ import annotations
 from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
-from agentharness.core.tools import ToolError, World
+from agentharness.core.tools import ToolError
+from agentharness.tasks.battery.problem import Public
 from agentharness.tasks.battery.simulator import Verdict
-from agentharness.tasks.battery.tools import run_design
+from agentharness.tasks.battery.tools import BatteryWorld, run_design
 
 WEIGHTS = {"feasible": 0.65, "progress": 0.25, "efficiency": 0.1}
 # Simulations up to this many are free; efficiency then falls to 0 at the budget.
 FREE_SIMULATIONS = 10
-DEFAULT_PROGRESS_WINDOW = 0.03
 
 
 def progress(v: Verdict, window: float) -> float:
@@ -41,7 +41,7 @@ def efficiency(sims: int, budget: int) -> float:
     return max(0.0, 1.0 - (sims - FREE_SIMULATIONS) / max(1, budget - FREE_SIMULATIONS))
 
 
-def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
+def reward(instance: Instance, world: BatteryWorld, trajectory: Trajectory) -> Reward:
     """Zero above the temperature limit; else feasible 0.65 + progress 0.25 + efficiency 0.1."""
     answer = world.final_answer
     if answer is None:
@@ -58,9 +58,10 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
     except (ToolError, KeyError, TypeError, ValueError) as e:
         return Reward.zero(f"the submitted design could not be re-simulated: {e}")
 
-    window = float(instance.public.get("progress_window", DEFAULT_PROGRESS_WINDOW))
-    sims = int(getattr(world, "simulations", 0))
-    budget = int(instance.public["max_simulations"])
+    pub = instance.public_as(Public)
+    window = pub.progress_window
+    sims = world.simulations
+    budget = pub.max_simulations
     prog = progress(v, window)
     eff = efficiency(sims, budget) if v.feasible else 0.0
     components = [

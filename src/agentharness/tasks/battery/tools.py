@@ -1,4 +1,8 @@
-"""Layer 2: the per-episode cell-design world and its two tools."""
+"""Layer 2: the per-episode cell-design world and its two tools.
+
+Both tools return their report as data too (``ToolResult.data``, the same dict the text
+of ``simulate_cell`` prints as JSON), so scripted policies read results without parsing.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from pydantic import Field
 
 from agentharness.core.instance import Instance
 from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.tasks.battery.problem import Public
 from agentharness.tasks.battery.simulator import (
     END_DEPLETION,
     H_RANGE,
@@ -40,11 +45,11 @@ def make_design(
 
     Raises :class:`ToolError` when the cooling argument does not fit the instance.
     """
-    pub = instance.public
-    natural = float(pub["heat_transfer_w_m2k"])
+    pub = instance.public_as(Public)
+    natural = pub.heat_transfer_w_m2k
     baseline: float | None = None
-    if pub["choose_cooling"]:
-        allowed = [natural, *(float(x) for x in pub["cooling_options_w_m2k"])]
+    if pub.choose_cooling:
+        allowed = [natural, *(pub.cooling_options_w_m2k or ())]
         h = natural if heat_transfer is None else float(heat_transfer)
         if not any(abs(h - a) < 1e-6 for a in allowed):
             raise ToolError(
@@ -63,9 +68,9 @@ def make_design(
     design = CellDesign(
         thickness_um=float(thickness_um),
         porosity=float(porosity),
-        c_rate=float(pub["c_rate"]),
+        c_rate=pub.c_rate,
         heat_transfer=h,
-        ambient_c=float(pub["ambient_c"]),
+        ambient_c=pub.ambient_c,
     )
     return design, baseline
 
@@ -84,16 +89,14 @@ def run_design(
             f"the PyBaMM simulation failed for this design ({e}). Try a less extreme design "
             "(e.g. thinner or more porous)."
         ) from e
-    pub = instance.public
-    verdict = judge(
-        result, float(pub["specific_energy_target_wh_kg"]), float(pub["peak_temperature_limit_c"])
-    )
+    pub = instance.public_as(Public)
+    verdict = judge(result, pub.specific_energy_target_wh_kg, pub.peak_temperature_limit_c)
     return result, verdict
 
 
 def feedback(instance: Instance, r: CellResult, v: Verdict) -> str:
     """Plain-language verdict: what fails, by how much, and which way to move."""
-    cooling = bool(instance.public["choose_cooling"])
+    cooling = instance.public_as(Public).choose_cooling
     parts: list[str] = []
     if v.energy_ok:
         parts.append(
@@ -194,6 +197,7 @@ class BatteryWorld(World):
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
+        self.public = instance.public_as(Public)
         self.simulations = 0
         self.best: dict[str, Any] | None = None
         self._best_slack = float("-inf")
@@ -204,7 +208,7 @@ class BatteryWorld(World):
         thickness_um: Thickness,
         porosity: Porosity,
         heat_transfer_coefficient: Cooling = None,
-    ) -> str:
+    ) -> ToolResult:
         """Simulate a constant-current discharge of a cell design (PyBaMM DFN + lumped thermal).
 
         Reports energy, capacity, cell mass, specific energy, peak temperature and how far the
@@ -217,7 +221,7 @@ class BatteryWorld(World):
                 heat-transfer coefficient in W/m²K of one of the cooling systems on offer (omit it
                 for natural convection). Omit it when cooling is fixed.
         """
-        budget = int(self.instance.public["max_simulations"])
+        budget = self.public.max_simulations
         if self.simulations >= budget:
             raise ToolError(
                 f"the simulation budget ({budget} calls) is used up; call submit_design with "
@@ -234,7 +238,7 @@ class BatteryWorld(World):
         if slack(verdict) > self._best_slack:
             self._best_slack = slack(verdict)
             self.best = rep
-        return json.dumps(rep, ensure_ascii=False)
+        return ToolResult(text=json.dumps(rep, ensure_ascii=False), data=rep)
 
     @tool(final=True, timeout_s=COLD_START_TIMEOUT_S)
     def submit_design(
@@ -260,5 +264,6 @@ class BatteryWorld(World):
             text=(
                 f"Submitted thickness {d.thickness_um:g} um, porosity {d.porosity:g}, "
                 f"h = {d.heat_transfer:g} W/m²K. {feedback(self.instance, result, verdict)}"
-            )
+            ),
+            data=report(self.instance, result, verdict),
         )
