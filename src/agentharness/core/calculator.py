@@ -12,6 +12,9 @@ gets these tools by subclassing :class:`CalculatorWorld` instead of
   ``eval``-ed: names, attributes, calls of anything else and huge powers are refused.
 * ``solve_linear(a, b)`` — the least-squares solution x of ``a @ x = b`` (exact when
   ``a`` is square and invertible), with its residual.
+
+Results are rounded (10 significant digits for ``calculate``, 6 for ``solve_linear``) so
+the numbers a model copies from them into its next call stay short.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from agentharness.core.tools import ToolError, World, tool
 MAX_EXPRESSION_CHARS = 1_000
 MAX_EXPONENT = 1_000
 MAX_MATRIX_SIZE = 64
+# Results are rounded here: far finer than any task's tolerance, short enough to copy.
+SIGNIFICANT_DIGITS = 6
 
 _BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add,
@@ -119,10 +124,15 @@ def least_squares(a: list[list[float]], b: list[float]) -> dict[str, Any]:
     matrix, rhs = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     x, *_ = np.linalg.lstsq(matrix, rhs, rcond=None)
     return {
-        "x": [float(v) for v in x],
-        "residual": float(np.linalg.norm(matrix @ x - rhs)),
+        "x": [significant(float(v)) for v in x],
+        "residual": significant(float(np.linalg.norm(matrix @ x - rhs))),
         "rank": int(np.linalg.matrix_rank(matrix)),
     }
+
+
+def significant(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
+    """``value`` to ``digits`` significant digits: numbers a model can copy, not 17 digits."""
+    return float(f"{value:.{digits}g}")
 
 
 class CalculatorWorld(World):
@@ -137,7 +147,7 @@ class CalculatorWorld(World):
                 log10, sin, cos, tan, asin, acos, atan, atan2, hypot, degrees, radians,
                 abs, min, max, round, floor, ceil.
         """
-        return {"value": evaluate(expression)}
+        return {"value": significant(evaluate(expression), 10)}
 
     @tool
     def solve_linear(self, a: Matrix, b: Vector) -> dict[str, Any]:
