@@ -269,7 +269,6 @@ class World:
                 result.metrics["latency_s"] = time.perf_counter() - start
             return result
 
-
     def call_schema_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         """Run a JSON-schema tool (:class:`SchemaWorld`); typed tools never come here."""
         raise ToolError(f"{type(self).__name__} has no schema tool '{name}'")
