@@ -223,7 +223,7 @@ def check_task(
 
     guarded("determinism", determinism)
     if instances and spec.expert is None:
-        for name in ("expert_solves", "baselines_lower"):
+        for name in ("expert_solves", "baselines_lower", "imitable"):
             report.results.append(
                 CheckResult(name, True, f"skipped: {spec.id} has no expert", skipped=True)
             )
@@ -233,7 +233,8 @@ def check_task(
     if instances:
         guarded("round_trip", round_trip)
         guarded("bad_input", bad_input)
-        guarded("imitable", imitable)
+        if spec.expert is not None:
+            guarded("imitable", imitable)
         if adversarial_seeds > 0:
             guarded("adversarial", adversarial)
     return report

@@ -112,7 +112,7 @@ def test_without_a_transition_model_the_check_says_what_it_skipped() -> None:
     assert spec.expert is None
     report = check_task(spec, seeds=2)
     skipped = {r.name for r in report.results if r.skipped}
-    assert skipped == {"expert_solves", "baselines_lower"}
+    assert skipped == {"expert_solves", "baselines_lower", "imitable"}
     assert report.passed
     with pytest.raises(ValueError, match="no expert"):
         ExpertAgent().policy(spec.instance(0))
