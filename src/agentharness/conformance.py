@@ -8,6 +8,9 @@
 * imitable: every number the expert acts on was visible before it acted
   (:mod:`agentharness.imitability`), unless the task declares ``imitable=False``;
 * adversarial: no lazy policy earns reward (see :func:`adversarial_check`).
+
+A task without an expert (an adapted environment with no model of its dynamics) skips
+the expert checks; the report lists them as skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ class CheckResult:
     name: str
     passed: bool
     detail: str = ""
+    skipped: bool = False
 
 
 @dataclass
@@ -164,8 +168,9 @@ def check_task(
         assert Instance.model_validate_json(inst.model_dump_json()) == inst, (
             "instance JSON round trip differs"
         )
-        ep, timings = asyncio.run(run_one(inst, ExpertAgent().policy(inst)))
-        record = EpisodeRecord.from_episode(ep, agent="expert", sample=0, timings=timings)
+        agent: Agent = ExpertAgent() if spec.expert is not None else RandomAgent()
+        ep, timings = asyncio.run(run_one(inst, agent.policy(inst)))
+        record = EpisodeRecord.from_episode(ep, agent=agent.name, sample=0, timings=timings)
         with tempfile.TemporaryDirectory() as tmp:
             run = RunDir(tmp)
             run.create({"check": spec.id})
@@ -217,12 +222,19 @@ def check_task(
         return f"declared not imitable: {found.summary()}"
 
     guarded("determinism", determinism)
-    if instances:
+    if instances and spec.expert is None:
+        for name in ("expert_solves", "baselines_lower", "imitable"):
+            report.results.append(
+                CheckResult(name, True, f"skipped: {spec.id} has no expert", skipped=True)
+            )
+    elif instances:
         guarded("expert_solves", expert_solves)
         guarded("baselines_lower", baselines_lower)
+    if instances:
         guarded("round_trip", round_trip)
         guarded("bad_input", bad_input)
-        guarded("imitable", imitable)
+        if spec.expert is not None:
+            guarded("imitable", imitable)
         if adversarial_seeds > 0:
             guarded("adversarial", adversarial)
     return report
@@ -301,10 +313,11 @@ class AdversarialReport:
                 for d in self.difficulties
             ]
             rows.append(f"{policy:<{width}}  " + "  ".join(cells))
-        rows.append(
-            f"{'margin':<{width}}  "
-            + "  ".join(f"{self.margin(d):6.3f}{'':8}" for d in self.difficulties)
-        )
+        if "expert" in self.scores:  # a task without an expert has no margin
+            rows.append(
+                f"{'margin':<{width}}  "
+                + "  ".join(f"{self.margin(d):6.3f}{'':8}" for d in self.difficulties)
+            )
         return "\n".join(rows)
 
 
@@ -357,14 +370,23 @@ def adversarial_check(spec: TaskSpec, seeds: int = ADVERSARIAL_SEEDS) -> Adversa
             result, _ = _play(agent, evaluated[d])
             report.scores.setdefault(name or agent.name, {})[d] = result
 
-    score(ExpertAgent())
+    has_expert = spec.expert is not None
+    if has_expert:
+        score(ExpertAgent())
+    else:
+        report.skipped.append(
+            "the expert's threshold, the best constant answer and the margin rule: "
+            f"{spec.id} has no expert"
+        )
     final = final_tool(probe)
     if final is None:
         report.skipped.append("submit, echo and constant answers: the task has no final tool")
     else:
         # The expert's answers on the fitting seeds: candidate constants, and the sizes of
         # lists the schema leaves open.
-        expert_answers = {d: _play(ExpertAgent(), fitted[d])[1] for d in difficulties}
+        expert_answers: dict[str, list[Answer | None]] = {
+            d: _play(ExpertAgent(), fitted[d])[1] if has_expert else [] for d in difficulties
+        }
         templates = {d: next((a for a in expert_answers[d] if a), {}) for d in difficulties}
         for mode in ("defaults", "minimum", "maximum"):
             score(SubmitAgent(mode, templates))
@@ -397,7 +419,7 @@ def adversarial_check(spec: TaskSpec, seeds: int = ADVERSARIAL_SEEDS) -> Adversa
         )
 
     for d in difficulties:
-        expert = report.scores["expert"][d].mean
+        expert = report.scores["expert"][d].mean if has_expert else spec.solved_threshold
         if expert < spec.solved_threshold:
             report.failures.append(
                 f"expert: mean reward {expert:.3f} < solved threshold {spec.solved_threshold} on "
@@ -410,7 +432,7 @@ def adversarial_check(spec: TaskSpec, seeds: int = ADVERSARIAL_SEEDS) -> Adversa
                     f"{policy}: {s.mean:.3f} mean reward, {s.success:.0%} success on {d} "
                     f"(at most {LAZY_MEAN_LIMIT} and {LAZY_SUCCESS_LIMIT:.0%}): {_hint(policy)}"
                 )
-    for easier, harder in itertools.pairwise(difficulties):
+    for easier, harder in itertools.pairwise(difficulties if has_expert else []):
         m_easy, m_hard = report.margin(easier), report.margin(harder)
         if m_hard < m_easy - MARGIN_TOLERANCE:
             report.failures.append(

@@ -29,7 +29,7 @@ class ExpertAgent:
     name = "expert"
 
     def policy(self, instance: Instance, sample: int = 0) -> _ExpertPolicy:
-        return _ExpertPolicy(get_task(instance.task).expert(instance))
+        return _ExpertPolicy(get_task(instance.task).require_expert()(instance))
 
     async def aclose(self) -> None:
         return None
@@ -94,6 +94,8 @@ def sample_from_schema(
     if t == "object" or "properties" in schema:
         props = schema.get("properties", {})
         return {k: sample_from_schema(rng, v, defs) for k, v in props.items()}
+    if t == "array" and "prefixItems" in schema:  # per-position schemas (a bounded vector)
+        return [sample_from_schema(rng, item, defs) for item in schema["prefixItems"]]
     if t == "array":
         lo = schema.get("minItems", 1)
         hi = min(schema.get("maxItems", lo + 6), lo + 6)
@@ -148,7 +150,7 @@ class NoisyAgent:
         rng = _rng_for(instance, f"noisy:{self.rate}:{self.seed}:{sample}")
         spoiled = rng.random() < self.spoil
         final = next((t.name for t in spec.world.tool_specs().values() if t.final), None)
-        return _NoisyPolicy(spec.expert(instance), self.rate, rng, spoiled, final)
+        return _NoisyPolicy(spec.require_expert()(instance), self.rate, rng, spoiled, final)
 
     async def aclose(self) -> None:
         return None

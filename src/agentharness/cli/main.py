@@ -19,7 +19,13 @@ from rich.table import Table
 import agentharness
 from agentharness.cli.app import app, console, err, fail, warn
 from agentharness.core.instance import Instance
-from agentharness.core.registry import UnknownTaskError, all_tasks, get_task, resolve_tasks
+from agentharness.core.registry import (
+    TASK_SOURCES,
+    UnknownTaskError,
+    all_tasks,
+    get_task,
+    resolve_tasks,
+)
 from agentharness.core.task import TaskConfigError
 
 
@@ -67,7 +73,7 @@ def read_instances(path: Path) -> list[Instance]:
 def tasks(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
-    """List the registered tasks."""
+    """List the registered tasks, then the task sources (prefixes) that convert others."""
     rows: list[dict[str, Any]] = [
         {
             "id": s.id,
@@ -84,6 +90,10 @@ def tasks(
     for r in rows:
         table.add_row(r["id"], r["modality"], ",".join(r["difficulties"]), r["description"])
     console.print(table)
+    sources = Table("task source", "converts", "example id")
+    for prefix, (_, what, example) in TASK_SOURCES.items():
+        sources.add_row(f"{prefix}:", what, example)
+    console.print(sources)
 
 
 @app.command()
@@ -206,6 +216,9 @@ def eval_(
             specs = resolve_tasks(tasks)
             items = plan(specs, n=n, k=k, seed=seed, difficulty=difficulty, **parse_knobs(knob))
             task_ids = [s.id for s in specs]
+        if agent == "expert" or agent.startswith("noisy"):
+            for tid in task_ids:
+                get_task(tid).require_expert()  # fail now, not once per episode
         sampling: dict[str, Any] = {}
         if temperature is not None:
             sampling["temperature"] = temperature
@@ -486,7 +499,7 @@ def check(
         status = "[green]PASS[/]" if rep.passed else "[red]FAIL[/]"
         console.print(f"{status} {spec.id}")
         for r in rep.results:
-            mark = "ok " if r.passed else "FAIL"
+            mark = "skip" if r.skipped else ("ok " if r.passed else "FAIL")
             console.print(f"   {mark} {r.name}: {r.detail}", markup=False, highlight=False)
         if rep.adversarial is not None:
             console.print(
@@ -508,6 +521,7 @@ from agentharness.cli import (  # noqa: E402, F401
     export_commands,
     loop_commands,
     serve_commands,
+    sources_commands,
     train_commands,
     view_commands,
 )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ from agentharness.core.tools import ToolResult, World
 END_REASONS = (
     "answered",  # the final tool was called successfully
     "completed",  # the world ended the episode (e.g. the session ran out of hands)
+    "truncated",  # the world's own time limit ran out (an adapted env's step limit)
     "max_turns",
     "max_tool_calls",
     "max_tokens",
@@ -45,6 +47,7 @@ END_REASONS = (
     "format_error",  # too many malformed turns
     "timeout",  # wall clock ran out
     "agent_error",  # the agent failed (endpoint down, retries exhausted, crash)
+    "env_error",  # the environment failed (an adapted server crashed); not the agent's fault
 )
 
 # What one turn may put into the log: a model's turn and a tool's reply are cut here
@@ -143,6 +146,7 @@ class Episode:
     error: str | None = field(default=None, init=False)
     started_at: float = field(default_factory=time.time, init=False)
     _reward: Reward | None = field(default=None, init=False)
+    _closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.world = self.spec.world(self.instance)
@@ -174,10 +178,34 @@ class Episode:
 
     def finish(self, reason: str, error: str | None = None) -> None:
         """End the episode from outside (timeout, agent failure)."""
+        self._end(reason, error)
+        self._release()
+
+    def close(self) -> None:
+        """Release the world's resources now, done or not (an abandoned episode).
+
+        Episodes release them by themselves when they end; call this when dropping one
+        that has not ended. Idempotent.
+        """
+        if not self._closed:
+            self._closed = True
+            if self.done:
+                self.reward()
+            try:
+                self.world.close()
+            except Exception as e:  # a leak is logged, never a crash of the caller
+                warnings.warn(f"{self.spec.id}: closing the world failed: {e}", stacklevel=2)
+
+    def _end(self, reason: str, error: str | None = None) -> None:
         if self.end_reason is None:
             self.end_reason = reason
         if error:
             self.error = error
+
+    def _release(self) -> None:
+        # The reward is computed before the world closes, so it may still query it.
+        if self.done:
+            self.close()
 
     def reward(self) -> Reward:
         """The final reward, computed once the episode is done (or now, if asked early)."""
@@ -255,7 +283,7 @@ class Episode:
             images.extend(result.images)
             step_reward += result.step_reward or 0.0
             if result.done:
-                self.finish(result.end_reason or "answered")
+                self._end(result.end_reason or "answered")
         if images:
             new.append(user(f"[{len(images)} {TOOL_IMAGES_SUFFIX}", images=images))
 
@@ -265,7 +293,7 @@ class Episode:
             listed = "; ".join(errors[:3])
             new.append(user(f"{FORMAT_ERROR_PREFIX} {listed}. {FORMAT_HINT}"))
             if self.format_errors > self.budgets.max_format_errors and not calls:
-                self.finish("format_error")
+                self._end("format_error")
         elif not calls and not self.done:
             feedback = None
             if self.nudges < self.budgets.max_nudges:
@@ -273,7 +301,7 @@ class Episode:
                     self.instance, self.world, message, self.nudges
                 )
             if feedback is None:
-                self.finish("no_answer")
+                self._end("no_answer")
             else:
                 self.nudges += 1
                 new.append(user(feedback))
@@ -281,6 +309,7 @@ class Episode:
         self.messages.extend(new)
         self.step_rewards.append(step_reward)
         self._check_budgets()
+        self._release()
         return Observation(
             messages=new,
             done=self.done,
@@ -294,13 +323,13 @@ class Episode:
             return
         b = self.budgets
         if self.turns >= b.max_turns:
-            self.finish("max_turns")
+            self._end("max_turns")
         elif len(self.tool_calls) >= b.max_tool_calls:
-            self.finish("max_tool_calls")
+            self._end("max_tool_calls")
         elif b.max_tokens is not None and self.usage.completion_tokens >= b.max_tokens:
-            self.finish("max_tokens")
+            self._end("max_tokens")
         elif b.wall_clock_s is not None and time.time() - self.started_at >= b.wall_clock_s:
-            self.finish("timeout")
+            self._end("timeout")
 
 
 def _cut(text: str, limit: int) -> str:

@@ -3,6 +3,12 @@
 Built-in tasks live in ``agentharness.tasks.<name>`` and expose ``TASK`` (a
 :class:`TaskSpec`). Other packages register tasks through the entry-point group
 ``agentharness.tasks`` (``name = "pkg.module:TASK"``) or by calling :func:`register`.
+
+Task sources convert environments from elsewhere and are addressed by a prefix
+(``gym:FrozenLake-v1``, ``rg:leg_counting``, ``mcp:<command or URL>#<module:function>``).
+:func:`get_task` is the one place that resolves them: it imports the source module
+lazily (its dependencies are extras) and calls its ``load(address)``; every command that
+takes a task id goes through it.
 """
 
 from __future__ import annotations
@@ -32,6 +38,27 @@ BUILTIN_TASKS: tuple[str, ...] = (
     "flange",
     "tsp_vision",
 )
+
+# prefix -> (module, what it converts, an example address). Each module defines
+# ``load(rest: str) -> TaskSpec`` and raises :class:`UnknownTaskError` for a bad address.
+TASK_SOURCES: dict[str, tuple[str, str, str]] = {
+    "gym": (
+        "agentharness.sources.gym",
+        "Gymnasium environments; append @vision for image observations",
+        "gym:FrozenLake-v1",
+    ),
+    "rg": (
+        "agentharness.sources.reasoning_gym",
+        "reasoning-gym procedural datasets, answered with an `answer` tool",
+        "rg:leg_counting",
+    ),
+    "mcp": (
+        "agentharness.sources.mcp",
+        "an MCP server's tools (stdio command or streamable-HTTP URL) and a reward callable",
+        "mcp:python -m my_server#my_rewards:score",
+    ),
+}
+_EXTRAS = {"gym": "gym", "rg": "reasoning-gym", "mcp": "mcp"}
 
 _REGISTRY: dict[str, TaskSpec[Any]] = {}
 _loaded = False
@@ -86,9 +113,38 @@ def split_task_id(task_id: str) -> tuple[str, int | None]:
     return task_id.strip(), None
 
 
+def _from_source(address: str) -> TaskSpec[Any]:
+    spec = _REGISTRY.get(address)
+    if spec is not None:
+        return spec
+    prefix, _, rest = address.partition(":")
+    module_name, _, example = TASK_SOURCES[prefix]
+    if not rest.strip():
+        raise UnknownTaskError(f"'{address}' names no {prefix}: task; e.g. {example}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise UnknownTaskError(
+            f"{prefix}: tasks need a package that is not installed ({e.name or e}); "
+            f"install it with: pip install 'agentharness[{_EXTRAS[prefix]}]'"
+        ) from e
+    spec = module.load(rest)
+    if spec.id != address:
+        raise RuntimeError(f"task source {prefix} returned {spec.id} for {address}")
+    return register(spec)
+
+
 def get_task(task_id: str) -> TaskSpec[Any]:
-    """Look up ``name-vN``, or ``name`` for its latest version."""
+    """Look up ``name-vN``, ``name`` for its latest version, or a source address."""
     _load_all()
+    prefix, sep, rest = task_id.partition(":")
+    if sep:
+        if prefix.strip() in TASK_SOURCES:
+            return _from_source(f"{prefix.strip()}:{rest.strip()}")
+        raise UnknownTaskError(
+            f"unknown task source '{prefix}:' in '{task_id}'; the sources are "
+            + ", ".join(f"{p}: (e.g. {ex})" for p, (_, _, ex) in TASK_SOURCES.items())
+        )
     name, version = split_task_id(task_id)
     if not _NAME.match(name):
         raise UnknownTaskError(
@@ -107,7 +163,9 @@ def get_task(task_id: str) -> TaskSpec[Any]:
 
 
 def resolve_tasks(spec: str) -> list[TaskSpec[Any]]:
-    """``all`` or a comma-separated list of ids (with or without version)."""
+    """``all`` or a comma-separated list of ids (with or without version) and source
+    addresses. ``all`` is the registered tasks: a source's tasks are countless, so they
+    are named one by one."""
     if spec.strip() == "all":
         return all_tasks()
     return [get_task(t) for t in spec.split(",") if t.strip()]

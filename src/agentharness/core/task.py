@@ -137,9 +137,14 @@ class TaskSpec(Generic[W]):
     world: type[W]
     interaction: Interaction[W]
     reward: RewardFunction[W]
-    expert: Callable[[Instance], ExpertPolicy]
+    # None when no privileged solver exists (an adapted environment without a model of
+    # its dynamics): the expert-based checks are skipped and say so; `--agent expert` fails.
+    expert: Callable[[Instance], ExpertPolicy] | None
     solved_threshold: float = 0.9
     tags: tuple[str, ...] = field(default=())
+    # Tasks from a source (``gym:FrozenLake-v1``, ``rg:leg_counting``) are addressed by
+    # that string rather than ``name-vN``; ``version`` is then the adapter's version.
+    address: str | None = None
     # Vision tasks: the expert's text-only fallback, the strongest policy that does not
     # read the image. The adversarial check runs it with ``instance.hidden`` emptied and
     # every image blanked; it must earn next to nothing, or the image is not needed.
@@ -151,7 +156,15 @@ class TaskSpec(Generic[W]):
 
     @property
     def id(self) -> str:
-        return f"{self.name}-v{self.version}"
+        return self.address or f"{self.name}-v{self.version}"
+
+    def require_expert(self) -> Callable[[Instance], ExpertPolicy]:
+        """The expert, or a clear error for a task that has none."""
+        if self.expert is None:
+            raise ValueError(
+                f"{self.id} has no expert policy; use another agent (random, openai, local)"
+            )
+        return self.expert
 
     def make_config(self, difficulty: str = "medium", **knobs: Any) -> BaseModel:
         """The preset for ``difficulty`` with ``knobs`` overriding single fields."""

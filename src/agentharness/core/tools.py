@@ -72,15 +72,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True)
 class ToolSpec:
+    """One tool: typed (``params_model``, from a method's signature) or declared by a
+    JSON schema (``parameters``, for tools discovered at run time; see :class:`SchemaWorld`;
+    their ``params_model`` is :class:`SchemaArgs`, and the schema is what validates)."""
+
     name: str
     description: str
     params_model: type[BaseModel]
     method_name: str
     final: bool
     timeout_s: float
+    parameters: dict[str, Any] | None = None
 
     def openai_schema(self) -> dict[str, Any]:
-        params = _clean_schema(self.params_model.model_json_schema())
+        if self.parameters is not None:
+            params = copy.deepcopy(self.parameters)
+        else:
+            params = _clean_schema(self.params_model.model_json_schema())
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": params},
@@ -117,6 +125,8 @@ _RESERVED = frozenset(
         "aexecute",
         "tool_specs",
         "tool_schemas",
+        "close",
+        "call_schema_tool",
     }
 )
 
@@ -127,7 +137,8 @@ class World:
     Subclasses implement ``__init__(self, instance)`` (calling ``super().__init__``)
     and tools as methods marked with :func:`tool`. A tool returns ``str``, a
     JSON-serializable ``dict``/``list`` or a :class:`ToolResult`, and raises
-    :class:`ToolError` for problems the agent should fix.
+    :class:`ToolError` for problems the agent should fix. A world that holds an outside
+    resource (a server session, a subprocess) releases it in :meth:`close`.
     """
 
     _specs_cache: ClassVar[dict[type, dict[str, ToolSpec]]] = {}
@@ -164,6 +175,10 @@ class World:
         if cls not in World._schemas_cache:
             World._schemas_cache[cls] = [s.openai_schema() for s in cls.tool_specs().values()]
         return copy.deepcopy(World._schemas_cache[cls])
+
+    def close(self) -> None:
+        """Release per-episode resources. The episode calls it once when it ends, after
+        the reward is computed (so the reward may still use the world); it must not raise."""
 
     # -- execution ------------------------------------------------------------------
     def execute(self, name: str, arguments: dict[str, Any] | str) -> ToolResult:
@@ -215,6 +230,11 @@ class World:
             return _error(
                 f"arguments for '{name}' must be a JSON object, got {type(arguments).__name__}."
             )
+        if spec.parameters is not None:
+            problem = _schema_problem(spec.parameters, arguments)
+            if problem is not None:
+                return _error(f"invalid arguments for '{name}': {problem}")
+            return spec, dict(arguments)
         try:
             validated = spec.params_model.model_validate(arguments)
         except ValidationError as e:
@@ -227,7 +247,10 @@ class World:
             self.tool_calls_made += 1
             start = time.perf_counter()
             try:
-                out = getattr(self, spec.method_name)(**args)
+                if spec.parameters is not None:
+                    out = self.call_schema_tool(spec.name, args)
+                else:
+                    out = getattr(self, spec.method_name)(**args)
             except ToolError as e:
                 return _error(str(e), _jsonable(e.data) if e.data is not None else None)
             except Exception as e:  # a tool bug or simulator failure is feedback, not a crash
@@ -245,6 +268,68 @@ class World:
             if "latency_s" not in result.metrics:
                 result.metrics["latency_s"] = time.perf_counter() - start
             return result
+
+    def call_schema_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Run a JSON-schema tool (:class:`SchemaWorld`); typed tools never come here."""
+        raise ToolError(f"{type(self).__name__} has no schema tool '{name}'")
+
+
+class SchemaArgs(BaseModel):
+    """The arguments of a JSON-schema tool: any object (its JSON schema validates them)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class SchemaWorld(World):
+    """A world whose tools are declared as JSON schemas instead of typed methods.
+
+    For tools known only at run time: an MCP server's tools, a Gymnasium action space.
+    Subclasses (usually built per task with ``type(...)``) set :attr:`schema_tools` to
+    OpenAI function schemas, optionally with ``"final": True`` on the answer tool, and
+    implement :meth:`call_schema_tool`. Arguments are validated against the schema
+    (``jsonschema``) before the call, so the tool sees only well-formed input. Typed
+    ``@tool`` methods may sit beside them.
+    """
+
+    schema_tools: ClassVar[tuple[dict[str, Any], ...]] = ()
+    schema_tool_timeout_s: ClassVar[float] = DEFAULT_TOOL_TIMEOUT_S
+
+    @classmethod
+    def tool_specs(cls) -> dict[str, ToolSpec]:
+        if cls not in World._specs_cache:
+            specs = dict(super().tool_specs())
+            for declared in cls.schema_tools:
+                fn = declared.get("function", declared)
+                params = dict(fn.get("parameters") or {"type": "object", "properties": {}})
+                params.setdefault("type", "object")
+                params.setdefault("properties", {})
+                specs[fn["name"]] = ToolSpec(
+                    name=fn["name"],
+                    description=fn.get("description") or fn["name"],
+                    params_model=SchemaArgs,
+                    method_name="call_schema_tool",
+                    final=bool(declared.get("final", False)),
+                    timeout_s=cls.schema_tool_timeout_s,
+                    parameters=params,
+                )
+            World._specs_cache[cls] = specs
+        return World._specs_cache[cls]
+
+
+def _schema_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """What is wrong with ``arguments`` under a JSON schema, in one line, or None."""
+    import jsonschema
+
+    validator_cls = jsonschema.validators.validator_for(schema)
+    errors = sorted(validator_cls(schema).iter_errors(arguments), key=lambda e: list(e.path))
+    if not errors:
+        return None
+    parts = []
+    for e in errors[:5]:
+        loc = ".".join(str(p) for p in e.absolute_path) or "(arguments)"
+        parts.append(f"{loc}: {e.message}")
+    more = f" (+{len(errors) - 5} more)" if len(errors) > 5 else ""
+    return "; ".join(parts) + more
 
 
 def _error(text: str, data: Any = None) -> ToolResult:

@@ -40,7 +40,7 @@ DROP_REASONS = (
     "too_many_tokens",
     "duplicate",
 )
-BROKEN_END_REASONS = ("agent_error", "timeout")
+BROKEN_END_REASONS = ("agent_error", "timeout", "env_error")
 CHARS_PER_TOKEN = 4
 
 

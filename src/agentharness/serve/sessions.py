@@ -208,7 +208,9 @@ class SessionStore:
             if session is None:
                 raise SessionNotFound(episode_id, self._gone.get(episode_id, "unknown"), self.ttl_s)
             self._remember_locked(episode_id, "closed")
-            return session
+        if not session.busy:  # a running step keeps its world; the GC finalizer closes it
+            session.episode.close()
+        return session
 
     def reap(self) -> list[Session]:
         """Drop every idle episode past its ttl now; returns what was dropped."""
@@ -224,6 +226,7 @@ class SessionStore:
         for s in expired:
             del self._sessions[s.id]
             self._remember_locked(s.id, "expired")
+            s.episode.close()  # releases a world's outside resources (an MCP session)
             logger.info(
                 "episode %s (%s, %d turns, %s) expired after %g s idle and was dropped",
                 s.id,

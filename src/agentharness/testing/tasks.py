@@ -51,7 +51,7 @@ def step_call(
 def run_expert(instance: Instance, noise: float = 0.0, seed: int = 0) -> Episode:
     """The task's expert played to the end; ``noise`` interleaves random tool calls."""
     ep = episode_for(instance)
-    expert = get_task(instance.task).expert(instance)
+    expert = get_task(instance.task).require_expert()(instance)
     rng = random.Random(seed)
     turn = 0
     while not ep.done:
