@@ -7,15 +7,18 @@
 3. Submit it; if that check unexpectedly failed, submit the generator's hidden solution.
 
 The stage is read from which of its own calls already have results in the conversation,
-so random calls interleaved by a ``noisy`` agent do not derail it.
+so random calls interleaved by a ``noisy`` agent do not derail it. Results are read as
+data (``message.outcome``), never parsed from the text.
 """
 
 from __future__ import annotations
 
-import re
+from typing import Any
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.parsing import answered_calls
+from agentharness.tasks.finance.problem import Hidden, Public
 from agentharness.tasks.finance.simulator import (
     conditions,
     evaluate,
@@ -30,19 +33,21 @@ SUBMIT_ID = "fin_submit"
 EXPERT_MARGIN = 0.001
 
 
-def _met(text: str) -> str:
-    m = re.search(r"Conditions met: (\d+)/(\d+)", text)
-    return f"{m.group(1)}/{m.group(2)}" if m else "?"
+def _met(data: dict[str, Any] | None) -> str:
+    """``met/total`` of a calculate_metrics result ("?" for a failed call)."""
+    if data is None:
+        return "?"
+    return f"{data['conditions_met']}/{data['conditions_total']}"
 
 
 class FinanceExpert:
     """Trend check, LP forecast, check, submit."""
 
     def __init__(self, instance: Instance) -> None:
-        public = instance.public
+        public = instance.public_as(Public)
         self.trend = trend_forecast(public)
         plan = solve_forecast_lp(public, conditions(public), EXPERT_MARGIN, baseline=self.trend)
-        self.fallback: dict[str, float] = dict(instance.hidden["solution"])
+        self.fallback: dict[str, float] = dict(instance.hidden_as(Hidden).solution)
         self.solution = self.fallback
         if plan is not None:
             rep = evaluate(public, plan)
@@ -56,10 +61,11 @@ class FinanceExpert:
         return assistant(text, tool_calls=[ToolCall.make(f"{call_id}_{self.n}", name, args)])
 
     def next_turn(self, messages: list[Message]) -> Message:
-        results: dict[str, str] = {}
-        for m in messages:
-            if m.role == "tool" and m.tool_call_id:
-                results[m.tool_call_id.rsplit("_", 1)[0]] = m.text
+        # My calls' results by stage (None for a failed call).
+        results: dict[str, dict[str, Any] | None] = {}
+        for call, m in answered_calls(messages):
+            ok = m.outcome is not None and not m.outcome.is_error
+            results[call.id.rsplit("_", 1)[0]] = m.outcome.data if ok and m.outcome else None
         if TREND_ID not in results:
             return self._call(
                 "I start from a baseline: last year's cost shares and working-capital ratios "
@@ -79,9 +85,13 @@ class FinanceExpert:
                 "calculate_metrics",
                 self.solution,
             )
-        text = results[PLAN_ID]
-        if "Status: VALID" in text and re.search(r"Conditions met: (\d+)/\1\b", text):
-            note = f"The forecast is valid and meets {_met(text)} conditions. Submitting it."
+        data = results[PLAN_ID]
+        if (
+            data is not None
+            and data["valid"]
+            and data["conditions_met"] == data["conditions_total"]
+        ):
+            note = f"The forecast is valid and meets {_met(data)} conditions. Submitting it."
             return self._call(note, SUBMIT_ID, "submit_forecast", self.solution)
         note = "The check shows problems; I submit my most reliable forecast instead."
         return self._call(note, SUBMIT_ID, "submit_forecast", self.fallback)

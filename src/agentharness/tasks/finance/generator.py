@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import math
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
@@ -24,6 +23,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
 from agentharness.core.task import Problem
 from agentharness.tasks.finance.config import FinanceConfig
+from agentharness.tasks.finance.problem import ConditionSpec, Hidden, Public
 from agentharness.tasks.finance.simulator import (
     CONFLICTS,
     DRIVERS,
@@ -157,15 +157,15 @@ def _draw_history(rng: np.random.Generator, n_years: int) -> list[dict[str, floa
     return years
 
 
-def _public_base(years: list[dict[str, float]], config: FinanceConfig, name: str) -> dict[str, Any]:
+def _public_base(years: list[dict[str, float]], config: FinanceConfig, name: str) -> Public:
     """History, ranges and rates (conditions are added later)."""
     last = years[-1]
-    bounds: dict[str, list[float]] = {}
+    bounds: dict[str, tuple[float, float]] = {}
     for k, f in BAND_FACTOR.items():
         v, w = last[k], config.band * f
         lo = max(0.0, float(math.ceil(v * (1 - w))))
         hi = float(math.floor(v * (1 + w)))
-        bounds[k] = [lo, max(hi, lo)]
+        bounds[k] = (lo, max(hi, lo))
     tax_rates = [y["tax"] / y["pretax_income"] for y in years]
     int_rates = [
         years[t]["interest_expense"]
@@ -182,25 +182,25 @@ def _public_base(years: list[dict[str, float]], config: FinanceConfig, name: str
     ]
     s = config.rate_slack
 
-    def outward(lo: float, hi: float) -> list[float]:
-        return [math.floor(max(0.0, lo) * 1e4) / 1e4, math.ceil(hi * 1e4) / 1e4]
+    def outward(lo: float, hi: float) -> tuple[float, float]:
+        return (math.floor(max(0.0, lo) * 1e4) / 1e4, math.ceil(hi * 1e4) / 1e4)
 
     first = LAST_YEAR - len(years) + 1
-    return {
-        "company": name,
-        "units": "USD thousands",
-        "years": [f"FY{first + t}" for t in range(len(years))],
-        "forecast_year": f"FY{LAST_YEAR + 1}",
-        "history": {k: [y[k] for y in years] for k in ITEMS},
-        "tolerance": config.tolerance,
-        "bounds": bounds,
-        "tax_rate_range": outward(min(tax_rates) - s, max(tax_rates) + s),
-        "interest_rate_range": outward(min(int_rates) - s, max(int_rates) + s),
-        "min_cash": float(math.floor(0.5 * min(y["cash"] for y in years))),
-    }
+    return Public(
+        company=name,
+        units="USD thousands",
+        years=tuple(f"FY{first + t}" for t in range(len(years))),
+        forecast_year=f"FY{LAST_YEAR + 1}",
+        history={k: tuple(y[k] for y in years) for k in ITEMS},
+        tolerance=config.tolerance,
+        bounds=bounds,
+        tax_rate_range=outward(min(tax_rates) - s, max(tax_rates) + s),
+        interest_rate_range=outward(min(int_rates) - s, max(int_rates) + s),
+        min_cash=float(math.floor(0.5 * min(y["cash"] for y in years))),
+    )
 
 
-def _targets(public: dict[str, Any]) -> dict[str, tuple[float, int]]:
+def _targets(public: Public) -> dict[str, tuple[float, int]]:
     """Best historical value of each ratio (rounded to 4 decimals) and its year index."""
     out: dict[str, tuple[float, int]] = {}
     defs = ratios(last_year(public))
@@ -213,7 +213,7 @@ def _targets(public: dict[str, Any]) -> dict[str, tuple[float, int]]:
     return out
 
 
-def _try_draw(config: FinanceConfig, rng: np.random.Generator) -> Problem | None:
+def _try_draw(config: FinanceConfig, rng: np.random.Generator, attempt: int) -> Problem | None:
     years = _draw_history(rng, config.history_years)
     if years is None:
         return None
@@ -259,28 +259,33 @@ def _try_draw(config: FinanceConfig, rng: np.random.Generator) -> Problem | None
     if sum(credited.values()) < config.min_credited:
         return None
     chosen.sort(key=lambda c: RATIO_NAMES.index(c.ratio))
-    public["conditions"] = [
-        {
-            "ratio": c.ratio,
-            "direction": "at_least" if c.higher else "at_most",
-            "target": c.target,
-            "best_year": public["years"][targets[c.ratio][1]],
-            "credited": credited[c.ratio],
+    public = public.model_copy(
+        update={
+            "conditions": tuple(
+                ConditionSpec(
+                    ratio=c.ratio,
+                    direction="at_least" if c.higher else "at_most",
+                    target=c.target,
+                    best_year=public.years[targets[c.ratio][1]],
+                    credited=credited[c.ratio],
+                )
+                for c in chosen
+            )
         }
-        for c in chosen
-    ]
+    )
     solution = solve_forecast_lp(public, chosen, config.margin, baseline=trend)
     if solution is None:
         return None
     report = evaluate(public, solution)
     if not (report.valid and report.met == len(chosen)):
         return None
-    hidden = {
-        "solution": solution,
-        "solution_margin": config.margin,
-        "naive_scores": {k: round(evaluate(public, f).score(), 4) for k, f in naive.items()},
-    }
-    return Problem(public=public, hidden=hidden)
+    hidden = Hidden(
+        solution=solution,
+        solution_margin=config.margin,
+        naive_scores={k: round(evaluate(public, f).score(), 4) for k, f in naive.items()},
+        attempt=attempt,
+    )
+    return Problem(public=public.model_dump(mode="json"), hidden=hidden.model_dump(mode="json"))
 
 
 @lru_cache(maxsize=256)
@@ -288,9 +293,8 @@ def _generate_cached(config_json: str, seed: int) -> Problem:
     config = FinanceConfig.model_validate_json(config_json)
     for attempt in range(MAX_ATTEMPTS):
         rng = np.random.default_rng([seed, attempt])
-        problem = _try_draw(config, rng)
+        problem = _try_draw(config, rng, attempt)
         if problem is not None:
-            problem.hidden["attempt"] = attempt
             return problem
     raise ValueError(
         f"no solvable finance instance in {MAX_ATTEMPTS} draws for seed {seed}; "
@@ -307,7 +311,7 @@ class FinanceGenerator:
         return Problem(public=copy.deepcopy(cached.public), hidden=copy.deepcopy(cached.hidden))
 
     def prompt(self, instance: Instance) -> list[Message]:
-        return [system(SYSTEM_PROMPT), user(render_problem(instance.public))]
+        return [system(SYSTEM_PROMPT), user(render_problem(instance.public_as(Public)))]
 
 
 SYSTEM_PROMPT = (
@@ -318,14 +322,14 @@ SYSTEM_PROMPT = (
 )
 
 
-def render_problem(public: dict[str, Any]) -> str:
+def render_problem(public: Public) -> str:
     """The user prompt: history, rules, identities, conditions, tools and answer format."""
-    years = public["years"]
-    hist = public["history"]
-    fy = public["forecast_year"]
+    years = public.years
+    hist = public.history
+    fy = public.forecast_year
     w = 12
     lines = [
-        f"Company: {public['company']}. All amounts in {public['units']}.",
+        f"Company: {public.company}. All amounts in {public.units}.",
         f"Forecast the full financial statements for {fy} (the year after {years[-1]}).",
         "",
         "## Historical statements",
@@ -337,7 +341,7 @@ def render_problem(public: dict[str, Any]) -> str:
             vals = "".join(f"{num(v):>{w}}" for v in hist[k])
             lines.append(f"{k:<22}{vals}   {LABELS[k]}")
     prev = last_year(public)
-    tol = public["tolerance"]
+    tol = public.tolerance
     lines += [
         "",
         f"## Accounting identities (must hold within ±{tol:g} units; prior year = {years[-1]})",
@@ -351,17 +355,15 @@ def render_problem(public: dict[str, Any]) -> str:
     defs = ratios(prev)
     lines += [
         "",
-        f"## Conditions: {len(public['conditions'])} ratios must match or beat their best "
+        f"## Conditions: {len(public.conditions)} ratios must match or beat their best "
         "historical value",
         "Ratios use year-end balances of the same year.",
     ]
-    for c in public["conditions"]:
-        op = ">=" if c["direction"] == "at_least" else "<="
-        r = defs[c["ratio"]]
-        tag = "" if c.get("credited", True) else "  [no partial credit]"
-        lines.append(
-            f"- {c['ratio']} = {r.formula}  {op} {c['target']:.4f}  (best: {c['best_year']}){tag}"
-        )
+    for c in public.conditions:
+        op = ">=" if c.direction == "at_least" else "<="
+        r = defs[c.ratio]
+        tag = "" if c.credited else "  [no partial credit]"
+        lines.append(f"- {c.ratio} = {r.formula}  {op} {c.target:.4f}  (best: {c.best_year}){tag}")
     keys = ", ".join(ITEMS)
     drivers = ", ".join(DRIVERS)
     lines += [

@@ -5,7 +5,6 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 from agentharness.core.task import Budgets, Interaction
-from agentharness.core.tools import World
 from agentharness.tasks.finance.simulator import ITEMS
 from agentharness.tasks.finance.tools import FinanceWorld
 
@@ -15,16 +14,16 @@ BUDGETS = Budgets(
 )
 
 
-class FinanceInteraction(Interaction):
+class FinanceInteraction(Interaction[FinanceWorld]):
     """Nudges towards a checked, valid forecast and then ``submit_forecast``."""
 
     def __init__(self, budgets: Budgets | None = None) -> None:
         super().__init__(budgets or BUDGETS)
 
     def on_no_tool_call(
-        self, instance: Instance, world: World, message: Message, nudges: int
+        self, instance: Instance, world: FinanceWorld, message: Message, nudges: int
     ) -> str | None:
-        report = world.last_report if isinstance(world, FinanceWorld) else None
+        report = world.last_report
         if report is None:
             return (
                 "You did not call a tool. Build a complete forecast (a JSON object with all "

@@ -24,7 +24,8 @@ from __future__ import annotations
 from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
-from agentharness.core.tools import World
+from agentharness.tasks.finance.config import FinanceConfig
+from agentharness.tasks.finance.problem import Public
 from agentharness.tasks.finance.simulator import (
     EFFICIENCY_WEIGHT,
     PROGRESS_WEIGHT,
@@ -35,6 +36,13 @@ from agentharness.tasks.finance.simulator import (
 from agentharness.tasks.finance.tools import FinanceWorld
 
 
+def config_of(instance: Instance) -> FinanceConfig:
+    """The instance's generator config, typed (validated once per instance)."""
+    return instance.derived(
+        ("config", FinanceConfig), lambda: FinanceConfig.model_validate(instance.config)
+    )
+
+
 def efficiency(checks: int, free_checks: int) -> float:
     """1 up to ``free_checks`` calculate_metrics calls, then falling linearly to 0 at twice that."""
     if checks <= free_checks:
@@ -42,7 +50,7 @@ def efficiency(checks: int, free_checks: int) -> float:
     return max(0.0, 1.0 - (checks - free_checks) / free_checks)
 
 
-def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
+def reward(instance: Instance, world: FinanceWorld, trajectory: Trajectory) -> Reward:
     """all conditions 0.6 + credited conditions met 0.3 + efficiency 0.1 (with success)."""
     answer = world.final_answer
     if answer is None or not isinstance(answer.get("forecast"), dict):
@@ -51,10 +59,10 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
         forecast, _ = normalize_forecast(answer["forecast"])
     except (ValueError, TypeError) as e:
         return Reward.zero(f"submitted forecast unreadable: {e}")
-    report = evaluate(instance.public, forecast)
+    report = evaluate(instance.public_as(Public), forecast)
     n = len(report.results)
-    checks = world.checks if isinstance(world, FinanceWorld) else 0
-    free = int(instance.config.get("free_checks", 8))
+    checks = world.checks
+    free = config_of(instance).free_checks
     eff = efficiency(checks, free) if report.all_met else 0.0
     broken = [i.item for i, _, _ in report.identity_errors] + [
         r.name for r, _, _ in report.rule_errors

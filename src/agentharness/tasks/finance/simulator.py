@@ -16,9 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
+
+from agentharness.tasks.finance.problem import Public
 
 INCOME_STATEMENT: tuple[str, ...] = (
     "revenue",
@@ -439,11 +440,11 @@ class Rule:
     is_rate: bool = False
 
 
-def rules(public: Mapping[str, Any]) -> list[Rule]:
+def rules(public: Public) -> list[Rule]:
     """The stated plausibility bounds of an instance's forecast."""
     prev = last_year(public)
     out: list[Rule] = []
-    for item, (lo, hi) in public["bounds"].items():
+    for item, (lo, hi) in public.bounds.items():
         out.append(
             Rule(
                 f"{item}_range",
@@ -454,7 +455,7 @@ def rules(public: Mapping[str, Any]) -> list[Rule]:
                 hi,
             )
         )
-    t_lo, t_hi = public["tax_rate_range"]
+    t_lo, t_hi = public.tax_rate_range
     out.append(
         Rule(
             "tax_rate",
@@ -466,7 +467,7 @@ def rules(public: Mapping[str, Any]) -> list[Rule]:
             True,
         )
     )
-    r_lo, r_hi = public["interest_rate_range"]
+    r_lo, r_hi = public.interest_rate_range
     d0 = prev["short_term_debt"] + prev["long_term_debt"]
     out.append(
         Rule(
@@ -483,28 +484,28 @@ def rules(public: Mapping[str, Any]) -> list[Rule]:
     out.append(
         Rule(
             "min_cash",
-            f"cash >= {num(public['min_cash'])}",
+            f"cash >= {num(public.min_cash)}",
             lin(cash=1),
             lin(1.0),
-            public["min_cash"],
+            public.min_cash,
             None,
         )
     )
     return out
 
 
-def last_year(public: Mapping[str, Any]) -> dict[str, float]:
+def last_year(public: Public) -> dict[str, float]:
     """The most recent historical year: the forecast's opening balances."""
-    return {k: float(v[-1]) for k, v in public["history"].items()}
+    return {k: float(v[-1]) for k, v in public.history.items()}
 
 
-def history_years(public: Mapping[str, Any]) -> list[dict[str, float]]:
-    hist = public["history"]
+def history_years(public: Public) -> list[dict[str, float]]:
+    hist = public.history
     n = len(hist["revenue"])
     return [{k: float(v[t]) for k, v in hist.items()} for t in range(n)]
 
 
-def historical_ratios(public: Mapping[str, Any]) -> dict[str, list[float | None]]:
+def historical_ratios(public: Public) -> dict[str, list[float | None]]:
     """Each ratio for each historical year (``None`` where undefined)."""
     years = history_years(public)
     out: dict[str, list[float | None]] = {n: [] for n in RATIO_NAMES}
@@ -538,15 +539,10 @@ class Condition:
         return gap >= -1e-9
 
 
-def conditions(public: Mapping[str, Any]) -> list[Condition]:
+def conditions(public: Public) -> list[Condition]:
     return [
-        Condition(
-            c["ratio"],
-            float(c["target"]),
-            c["direction"] == "at_least",
-            bool(c.get("credited", True)),
-        )
-        for c in public["conditions"]
+        Condition(c.ratio, c.target, c.direction == "at_least", c.credited)
+        for c in public.conditions
     ]
 
 
@@ -631,7 +627,7 @@ class Report:
         )
 
 
-def evaluate(public: Mapping[str, Any], forecast: Mapping[str, float]) -> Report:
+def evaluate(public: Public, forecast: Mapping[str, float]) -> Report:
     """Check a complete forecast: identities, plausibility rules and every condition."""
     missing = [k for k in ITEMS if k not in forecast]
     if missing:
@@ -641,7 +637,7 @@ def evaluate(public: Mapping[str, Any], forecast: Mapping[str, float]) -> Report
     if bad:
         raise ValueError(f"non-finite values for: {', '.join(bad)}")
     prev = last_year(public)
-    tol = float(public["tolerance"])
+    tol = public.tolerance
     rep = Report()
     ids = identities(prev)
     rep.n_identities = len(ids)
@@ -679,7 +675,7 @@ def evaluate(public: Mapping[str, Any], forecast: Mapping[str, float]) -> Report
 
 
 def solve_forecast_lp(
-    public: Mapping[str, Any],
+    public: Public,
     conds: Sequence[Condition],
     margin: float,
     baseline: Mapping[str, float] | None = None,
@@ -788,7 +784,7 @@ def solve_forecast_lp(
     return complete(drivers, prev)
 
 
-def trend_forecast(public: Mapping[str, Any]) -> dict[str, float]:
+def trend_forecast(public: Public) -> dict[str, float]:
     """A naive, internally consistent forecast: last year's ratios carried forward.
 
     Revenue grows at its average historical rate; costs and working capital keep last
@@ -800,7 +796,7 @@ def trend_forecast(public: Mapping[str, Any]) -> dict[str, float]:
     last = years[-1]
     growth = [years[t]["revenue"] / years[t - 1]["revenue"] - 1 for t in range(1, len(years))]
     g = float(np.mean(growth)) if growth else 0.0
-    bounds = public["bounds"]
+    bounds = public.bounds
 
     def clip(k: str, v: float) -> float:
         lo, hi = bounds[k]
@@ -813,8 +809,8 @@ def trend_forecast(public: Mapping[str, Any]) -> dict[str, float]:
         d[k] = clip(k, last[k] * f)
     for k in ("depreciation", "capex", "short_term_debt", "long_term_debt"):
         d[k] = clip(k, last[k])
-    r_mid = sum(public["interest_rate_range"]) / 2
-    t_mid = sum(public["tax_rate_range"]) / 2
+    r_mid = sum(public.interest_rate_range) / 2
+    t_mid = sum(public.tax_rate_range) / 2
     avg_debt = (
         last["short_term_debt"]
         + last["long_term_debt"]
@@ -865,7 +861,7 @@ OPTIMISTIC: dict[str, dict[str, str]] = {
 
 
 def _mid_rates(
-    public: Mapping[str, Any], drivers: Mapping[str, float], last: Mapping[str, float]
+    public: Public, drivers: Mapping[str, float], last: Mapping[str, float]
 ) -> dict[str, float]:
     """``drivers`` with interest and tax at the middle of their allowed rates."""
     d = dict(drivers)
@@ -875,14 +871,14 @@ def _mid_rates(
         + d["short_term_debt"]
         + d["long_term_debt"]
     ) / 2
-    d["interest_expense"] = sum(public["interest_rate_range"]) / 2 * avg_debt
+    d["interest_expense"] = sum(public.interest_rate_range) / 2 * avg_debt
     pretax = d["revenue"] - d["cogs"] - d["sga"] - d["rnd"] - d["depreciation"]
     pretax -= d["interest_expense"]
-    d["tax"] = max(pretax, 0.0) * sum(public["tax_rate_range"]) / 2
+    d["tax"] = max(pretax, 0.0) * sum(public.tax_rate_range) / 2
     return d
 
 
-def naive_forecasts(public: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+def naive_forecasts(public: Public) -> dict[str, dict[str, float]]:
     """Forecasts anyone can write without working on the conditions, by name.
 
     Each extrapolates the history's drivers one naive way and derives the other items
@@ -920,7 +916,7 @@ def naive_forecasts(public: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     }
     flat_rates = _mid_rates(public, drafts["flat"], last)
     drafts["flat_rates"] = flat_rates
-    bounds = public["bounds"]
+    bounds = public.bounds
 
     def clipped(d: Mapping[str, float]) -> dict[str, float]:
         out = dict(d)
@@ -941,7 +937,7 @@ def naive_forecasts(public: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     return out
 
 
-def naive_meets(public: Mapping[str, Any], cond: Condition) -> bool:
+def naive_meets(public: Public, cond: Condition) -> bool:
     """Whether any naive forecast meets ``cond`` (validity aside)."""
     ratio = ratios(last_year(public))[cond.ratio]
     return any(cond.met_by(ratio.value(f)) for f in naive_forecasts(public).values())

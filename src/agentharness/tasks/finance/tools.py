@@ -1,14 +1,18 @@
-"""Layer 2: the forecasting world and its tools."""
+"""Layer 2: the forecasting world and its tools.
+
+Both tools return their verdict as data too (``ToolResult.data``: :func:`report_data`),
+so scripted policies read results without parsing the text.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from agentharness.core.instance import Instance
-from agentharness.core.tools import ToolError, World, tool
+from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.tasks.finance.problem import Public
 from agentharness.tasks.finance.simulator import (
     ITEMS,
     RATIO_NAMES,
@@ -24,17 +28,15 @@ def _g(v: float) -> str:
     return f"{v:.2f}" if abs(v) >= 100 else f"{v:.4g}"
 
 
-def format_report(
-    public: Mapping[str, Any], report: Report, check_no: int, notes: list[str]
-) -> str:
+def format_report(public: Public, report: Report, check_no: int, notes: list[str]) -> str:
     """The text the agent reads: what breaks, by how much, and every ratio."""
-    lines = [f"Check {check_no}: forecast for {public['forecast_year']}"]
+    lines = [f"Check {check_no}: forecast for {public.forecast_year}"]
     if notes:
         lines.append("Note: " + "; ".join(notes) + ".")
     n_id, n_rule = report.n_identities, report.n_rules
     if report.valid:
         lines.append(
-            f"Status: VALID ({n_id}/{n_id} identities hold within ±{public['tolerance']:g}; "
+            f"Status: VALID ({n_id}/{n_id} identities hold within ±{public.tolerance:g}; "
             f"{n_rule}/{n_rule} bounds hold)"
         )
     else:
@@ -85,23 +87,67 @@ def format_report(
     return "\n".join(lines)
 
 
+def report_data(report: Report, check_no: int | None, notes: list[str]) -> dict[str, Any]:
+    """What :func:`format_report` says, as data: the verdict, each violation and condition."""
+    return {
+        "check": check_no,
+        "notes": list(notes),
+        "valid": report.valid,
+        "identities_total": report.n_identities,
+        "bounds_total": report.n_rules,
+        "identity_violations": [
+            {
+                "identity": ident.name,
+                "item": ident.item,
+                "value": expected + diff,
+                "implied": expected,
+                "off_by": diff,
+            }
+            for ident, expected, diff in report.identity_errors
+        ],
+        "bound_violations": [
+            {"bound": rule.name, "value": value, "why": why}
+            for rule, value, why in report.rule_errors
+        ],
+        "conditions_met": report.met,
+        "conditions_total": len(report.results),
+        "credited_met": report.credited_met,
+        "credited_total": report.credited,
+        "conditions": [
+            {
+                "ratio": cond.ratio,
+                "direction": "at_least" if cond.higher else "at_most",
+                "target": cond.target,
+                "value": value,
+                "met": ok,
+                "gap": gap,
+                "credited": cond.credited,
+            }
+            for cond, value, ok, gap in report.results
+        ],
+        "ratios": {n: report.ratio_values.get(n) for n in RATIO_NAMES if n in report.ratio_values},
+        "score_if_submitted": report.score(),
+    }
+
+
 class FinanceWorld(World):
     """One forecasting episode: the company's history and the agent's checks so far."""
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
+        self.public = instance.public_as(Public)
         self.checks = 0
         self.last_report: Report | None = None
 
     def _evaluate(self, forecast: dict[str, float]) -> tuple[Report, list[str]]:
         try:
             clean, notes = normalize_forecast(forecast)
-            return evaluate(self.instance.public, clean), notes
+            return evaluate(self.public, clean), notes
         except ValueError as e:
             raise ToolError(str(e)) from e
 
     @tool
-    def calculate_metrics(self, forecast: Forecast) -> str:
+    def calculate_metrics(self, forecast: Forecast) -> ToolResult:
         """Check a complete draft forecast: identities, bounds, every ratio and each condition.
 
         Reports each violated identity with the value your other items imply, each violated
@@ -115,19 +161,25 @@ class FinanceWorld(World):
         self.checks += 1
         report, notes = self._evaluate(forecast)
         self.last_report = report
-        return format_report(self.instance.public, report, self.checks, notes)
+        return ToolResult(
+            text=format_report(self.public, report, self.checks, notes),
+            data=report_data(report, self.checks, notes),
+        )
 
     @tool(final=True)
-    def submit_forecast(self, forecast: Forecast) -> str:
+    def submit_forecast(self, forecast: Forecast) -> ToolResult:
         """Submit the final forecast and end the episode.
 
         Args:
             forecast: line item key -> amount in USD thousands, one number for each of the 28 keys
                 listed in the task.
         """
-        report, _ = self._evaluate(forecast)
+        report, notes = self._evaluate(forecast)
         status = "valid" if report.valid else "INVALID (identity or bound violated)"
-        return (
-            f"Forecast submitted: {status}; {report.met}/{len(report.results)} conditions met; "
-            f"score {report.score():.3f} with the full efficiency bonus."
+        return ToolResult(
+            text=(
+                f"Forecast submitted: {status}; {report.met}/{len(report.results)} conditions "
+                f"met; score {report.score():.3f} with the full efficiency bonus."
+            ),
+            data=report_data(report, None, notes),
         )
