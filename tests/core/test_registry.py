@@ -88,3 +88,12 @@ def test_one_parser_of_task_ids() -> None:
     assert split_task_id("escape_room-v12") == ("escape_room", 12)
     assert split_task_id(" thermal ") == ("thermal", None)
     assert split_task_id("odd-vx") == ("odd-vx", None)
+
+
+def test_a_retired_version_says_which_is_current() -> None:
+    import pytest
+
+    from agentharness.core.registry import UnknownTaskError, get_task
+
+    with pytest.raises(UnknownTaskError, match=r"thermal has no version 1 here \(registered: thermal-v"):
+        get_task("thermal-v1")

@@ -154,6 +154,14 @@ def get_task(task_id: str) -> TaskSpec[Any]:
         spec = _REGISTRY.get(f"{name}-v{version}")
         if spec is not None:
             return spec
+        current = [s.id for s in _REGISTRY.values() if s.name == name]
+        if current:
+            raise UnknownTaskError(
+                f"{name} has no version {version} here (registered: {', '.join(sorted(current))}); "
+                "a change to a task's instances or rewards is a new version and the old one is "
+                f"retired, so its logs replay only with the agentharness that made them. Use "
+                f"'{name}' for the current version."
+            )
     else:
         versions = [s for s in _REGISTRY.values() if s.name == name]
         if versions:
