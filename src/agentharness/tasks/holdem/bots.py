@@ -1,21 +1,27 @@
 """The bot: parametrized styles and their decision rule.
 
-A bot reads its hand strength as Monte Carlo equity against a random hand
-(:func:`~agentharness.tasks.holdem.cards.equity`) and compares it with thresholds:
+A bot reads its hand strength as its equity against a random hand
+(:func:`~agentharness.tasks.holdem.cards.strength`) and compares it with thresholds:
 it puts chips in preflop from ``play_equity``, calls a bet when its equity clears the
 pot odds plus a style margin plus a risk term for big bets (:func:`call_bar`), bets or
 raises its value hands (``value_equity``) ``raise_freq`` of the time and bluffs
 ``bluff_freq`` of the time, sized at ``bet_fraction`` of the pot (:func:`sized`). Its
-randomness comes from a generator the session seeds per decision.
+randomness is one uniform draw per decision, seeded by the session. The rule is also
+written as probabilities over that draw (:func:`move_probabilities`): given what the
+table shows, the chance of each move for every hand the bot might hold, which is how the
+reward averages a showdown over the bot's possible hands.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agentharness.tasks.holdem.cards import BOT_SAMPLES, equity
+import numpy as np
+
+from agentharness.tasks.holdem.cards import card_ints, combos_without, strength, strength_table
 
 if TYPE_CHECKING:
     from agentharness.tasks.holdem.simulator import Decision
@@ -111,26 +117,88 @@ def sized(d: Decision, fraction: float) -> tuple[str, int] | None:
     return ("bet" if d.legal.bet else "raise"), target
 
 
-def bot_decision(d: Decision, rng: random.Random, style: BotStyle) -> tuple[str, int | None]:
-    """The bot's action: equity thresholds, value raises, bluffs and style sizing."""
-    e = equity(d.hole, d.board, BOT_SAMPLES)
-    r = rng.random()
+@dataclass(frozen=True)
+class BotSpot:
+    """What the bot's rule depends on at a decision, besides its hand strength."""
+
+    facing: bool  # there is a bet to call
+    need: float  # the call bar (:func:`call_bar`) when facing a bet
+    can_raise: bool  # a bet or raise is legal
+
+
+def spot_of(d: Decision, style: BotStyle) -> BotSpot:
+    facing = d.to_call > 0
+    need = call_bar(style, d.street, d.to_call, d.pot, d.stack) if facing else 0.0
+    return BotSpot(facing, need, d.legal.bet is not None or d.legal.raise_ is not None)
+
+
+def choose(style: BotStyle, e: float, spot: BotSpot, r: float) -> str:
+    """The bot's move for hand strength ``e`` and a uniform draw ``r``: fold, check, call
+    or raise (a bet when nobody has bet)."""
     strong = e >= style.value_equity
-    if d.to_call > 0:
-        need = call_bar(style, d.street, d.to_call, d.pot, d.stack)
-        if strong and r < style.raise_freq:
-            bet = sized(d, style.bet_fraction)
-            if bet is not None:
-                return bet
-        if e >= need:
-            return "call", None
-        if r < style.bluff_freq:
-            bet = sized(d, style.bet_fraction)
-            if bet is not None:
-                return bet
-        return "fold", None
-    if (strong and r < style.raise_freq) or r < style.bluff_freq:
+    if spot.facing:
+        if strong and spot.can_raise and r < style.raise_freq:
+            return "raise"
+        if e >= spot.need:
+            return "call"
+        if spot.can_raise and r < style.bluff_freq:
+            return "raise"
+        return "fold"
+    if spot.can_raise and ((strong and r < style.raise_freq) or r < style.bluff_freq):
+        return "raise"
+    return "check"
+
+
+def move_probabilities(style: BotStyle, e: np.ndarray, spot: BotSpot) -> dict[str, np.ndarray]:
+    """The chance of each move of :func:`choose` over ``r``, for every strength in ``e``."""
+    rf, bf = style.raise_freq, style.bluff_freq
+    strong = e >= style.value_equity
+    if spot.facing:
+        value = strong & spot.can_raise
+        start = np.where(value, rf, 0.0)  # draws below this raise for value
+        above = e >= spot.need
+        bluff = np.where(~above & spot.can_raise, np.maximum(0.0, bf - start), 0.0)
+        return {
+            "raise": start + bluff,
+            "call": np.where(above, 1.0 - start, 0.0),
+            "fold": np.where(above, 0.0, 1.0 - start - bluff),
+            "check": np.zeros_like(e),
+        }
+    bet = np.where(strong, max(rf, bf), bf) if spot.can_raise else np.zeros_like(e)
+    zero = np.zeros_like(e)
+    return {"raise": bet, "check": 1.0 - bet, "call": zero, "fold": zero}
+
+
+BotMove = tuple[tuple[str, ...], str, BotSpot]  # (board seen, verb, spot) of one bot move
+
+STREET_CARDS = {"preflop": 0, "flop": 3, "turn": 4, "river": 5}
+
+
+def hand_weights(style: BotStyle, dead: Sequence[str], moves: Sequence[BotMove]) -> np.ndarray:
+    """How likely each two-card hand (:data:`cards.COMBOS`) is to be the bot's.
+
+    Hands holding a ``dead`` card (the observer's own, the board) get 0; the others are
+    weighted by the chance that the bot's rule makes every one of its ``moves`` with them
+    (its strength on the board it saw, the same spot). Unnormalised: an exact posterior
+    given what the table shows, since the deal is uniform.
+    """
+    weight = combos_without(card_ints(dead)).astype(float)
+    for board, verb, spot in moves:
+        probs = move_probabilities(style, strength_table(board), spot)
+        weight = weight * probs["raise" if verb in ("bet", "raise") else verb]
+    return weight
+
+
+def bot_decision(
+    d: Decision, rng: random.Random, style: BotStyle
+) -> tuple[tuple[str, int | None], BotSpot]:
+    """The bot's action (and the spot it decided in): thresholds on its hand strength
+    (:func:`cards.strength`, its equity against a random hand), value raises, bluffs and
+    style sizing."""
+    spot = spot_of(d, style)
+    move = choose(style, strength(d.hole, d.board), spot, rng.random())
+    if move == "raise":
         bet = sized(d, style.bet_fraction)
-        if bet is not None:
-            return bet
-    return "check", None
+        assert bet is not None  # can_raise
+        return bet, spot
+    return (move, None), spot

@@ -5,10 +5,11 @@
 * :func:`hand_values` ranks many 5-7 card hands at once with numpy (category, then the
   ranks that break ties, packed in one integer; higher is stronger). A test checks that
   it orders hands exactly as pokerkit's ``StandardHighHand`` does.
-* :func:`equity` is a seeded Monte Carlo estimate of a hand's chance to beat a random
-  hand; :func:`showdown_equity` the chance to beat a known hand over the rest of the
-  board (exact from the flop on). Both are cached and reproducible: the samplers are
-  seeded from the cards.
+* :func:`board_values` ranks all 1326 two-card hands on one board at once;
+  :func:`strength_table` turns that into every hand's equity against a random hand (the
+  bots' and the reference's hand strength) and :func:`outcomes_against_all` into one
+  hand's showdown result against every other. All are cached and reproducible: the
+  sampled runouts are seeded from the cards.
 """
 
 from __future__ import annotations
@@ -202,75 +203,145 @@ def describe_hand(hole: Sequence[str], board: Sequence[str]) -> str:
     return CATEGORIES[hand_value([*hole, *board]) >> _CATEGORY_SHIFT]
 
 
-# -- equity ---------------------------------------------------------------------------------
+# -- every two-card hand at once --------------------------------------------------------------
+#
+# The bot's hand strength, the reference's and the reward's showdown averages need the
+# value of all 1326 two-card hands on one board at a time. With the board fixed, a hand's
+# rank key is the board's plus its two cards', so one table lookup per hand suffices.
 
-BOT_SAMPLES = 150
-EXPERT_SAMPLES = 300
-RUNOUT_SAMPLES = 4000
-
-
-def _canonical_preflop(hole: Sequence[str]) -> tuple[str, ...]:
-    """Preflop equity only depends on the ranks and whether the two cards are suited."""
-    a, b = sorted(hole, key=lambda c: RANKS.index(c[0]), reverse=True)
-    return (a[0] + "s", b[0] + ("s" if a[1] == b[1] else "h"))
-
-
-def _sample_rows(rng: np.random.Generator, pool: list[int], rows: int, k: int) -> np.ndarray:
-    """``rows`` draws of ``k`` distinct cards from ``pool`` (without replacement per row)."""
-    keys = rng.random((rows, len(pool)))
-    picks = np.argpartition(keys, k - 1, axis=1)[:, :k] if k < len(pool) else np.argsort(keys)
-    return np.asarray(pool, dtype=np.int64)[picks]
-
-
-def equity(hole: Sequence[str], board: Sequence[str], samples: int = EXPERT_SAMPLES) -> float:
-    """Monte Carlo chance that ``hole`` beats a uniformly random hand (ties count half).
-
-    The sampler is seeded from the cards, so the estimate is reproducible, and results
-    are cached: sessions are replayed by the world, the expert and the reward.
-    """
-    key = _canonical_preflop(hole) if not board else tuple(hole)
-    return _equity(key, tuple(sorted(board)), samples)
+COMBOS = np.array(list(itertools.combinations(range(52), 2)), dtype=np.int64)  # (1326, 2)
+N_COMBOS = len(COMBOS)
+_COMBO_INDEX = {(int(a), int(b)): i for i, (a, b) in enumerate(COMBOS)}
+# The plain (no flush) value only depends on the two ranks: 91 rank pairs.
+_RANK_PAIRS = np.array([(a, b) for a in range(13) for b in range(a, 13)], dtype=np.int64)
+_RANK_PAIR_KEYS = _RANK_WEIGHTS[_RANK_PAIRS].sum(axis=1)
+_PAIR_OF = {(int(a), int(b)): i for i, (a, b) in enumerate(_RANK_PAIRS)}
+_COMBO_PAIR = np.array(
+    [_PAIR_OF[(min(a >> 2, b >> 2), max(a >> 2, b >> 2))] for a, b in COMBOS], dtype=np.int64
+)
+_COMBO_SUIT_BITS = np.stack(
+    [((COMBOS & 3) == s).astype(np.int64) << (COMBOS >> 2) for s in range(4)]
+).sum(axis=2)  # (4, 1326): the combo's rank bits in each suit
+_COMBO_SUIT_COUNT = np.stack([((COMBOS & 3) == s).sum(axis=1) for s in range(4)])  # (4, 1326)
+_CARD_IN_COMBO = np.zeros((52, N_COMBOS), dtype=bool)
+_CARD_IN_COMBO[COMBOS[:, 0], np.arange(N_COMBOS)] = True
+_CARD_IN_COMBO[COMBOS[:, 1], np.arange(N_COMBOS)] = True
 
 
-@lru_cache(maxsize=200_000)
-def _equity(hole: tuple[str, ...], board: tuple[str, ...], samples: int) -> float:
-    rng = np.random.default_rng(stable_seed("equity", *hole, "|", *board, samples))
-    mine, known = card_ints(hole), card_ints(board)
-    used = set(mine) | set(known)
-    rest = [i for i in range(52) if i not in used]
-    need = 5 - len(known)
-    drawn = _sample_rows(rng, rest, samples, 2 + need)
-    full_board = np.concatenate([np.tile(known, (samples, 1)), drawn[:, 2:]], axis=1)
-    ours = hand_values(np.concatenate([np.tile(mine, (samples, 1)), full_board], axis=1))
-    theirs = hand_values(np.concatenate([drawn[:, :2], full_board], axis=1))
-    return float(((ours > theirs) + 0.5 * (ours == theirs)).mean())
+def combo_index(hole: Sequence[str]) -> int:
+    """The index of a two-card hand in :data:`COMBOS`."""
+    a, b = sorted(card_ints(hole))
+    return _COMBO_INDEX[(a, b)]
 
 
-@lru_cache(maxsize=8)
-def _combos(n: int, k: int) -> np.ndarray:
-    return np.array(list(itertools.combinations(range(n), k)), dtype=np.int64).reshape(-1, k)
+def combos_without(cards: Sequence[int]) -> np.ndarray:
+    """Which two-card hands share no card with ``cards`` (bool, 1326)."""
+    if not len(cards):
+        return np.ones(N_COMBOS, dtype=bool)
+    return np.asarray(~_CARD_IN_COMBO[list(cards)].any(axis=0), dtype=bool)
 
 
-@lru_cache(maxsize=20_000)
-def showdown_equity(hole: tuple[str, ...], other: tuple[str, ...], board: tuple[str, ...]) -> float:
-    """Chance that ``hole`` beats ``other`` (ties half) over the rest of the board.
+def boards_values(boards: np.ndarray) -> np.ndarray:
+    """The value of every two-card hand on each five-card board (B, 5 card ints): an array
+    (B, 1326), -1 for the hands that share a card with their board."""
+    keys, values, flush = _tables()
+    boards = np.asarray(boards, dtype=np.int64).reshape(-1, 5)
+    ranks, suits = boards >> 2, boards & 3
+    board_keys = _RANK_WEIGHTS[ranks].sum(axis=1)
+    # rank pairs that would need five of a rank never occur in a valid hand; clip them
+    idx = np.searchsorted(keys, board_keys[:, None] + _RANK_PAIR_KEYS[None, :])
+    out = values[np.minimum(idx, len(keys) - 1)][:, _COMBO_PAIR]
+    for suit in range(4):
+        of_suit = suits == suit
+        count = of_suit.sum(axis=1)
+        if not (count >= 3).any():
+            continue
+        bits = np.where(of_suit, np.left_shift(1, ranks), 0).sum(axis=1)
+        made = (count[:, None] + _COMBO_SUIT_COUNT[suit][None, :] >= 5) & (count >= 3)[:, None]
+        out = np.where(made, flush[bits[:, None] | _COMBO_SUIT_BITS[suit][None, :]], out)
+    blocked = _CARD_IN_COMBO[boards].any(axis=1)
+    return np.where(blocked, -1, out)
 
-    Exact enumeration from the flop on; preflop (1.7 million boards) a seeded Monte Carlo
-    estimate with :data:`RUNOUT_SAMPLES` runouts.
-    """
-    mine, theirs, known = card_ints(hole), card_ints(other), card_ints(board)
-    used = set(mine) | set(theirs) | set(known)
-    rest = np.array([i for i in range(52) if i not in used], dtype=np.int64)
-    need = 5 - len(known)
+
+def board_values(board: Sequence[int]) -> np.ndarray:
+    """:func:`boards_values` of one five-card board (card ints): 1326 values."""
+    return boards_values(np.array([list(board)]))[0]
+
+
+def _percentiles(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Each valid hand's chance to beat a random valid hand (ties half); 0 elsewhere."""
+    ranked = np.sort(values[valid])
+    below = np.searchsorted(ranked, values, "left")
+    upto = np.searchsorted(ranked, values, "right")
+    n = max(len(ranked) - 1, 1)
+    return np.where(valid, (below + 0.5 * (upto - below - 1)) / n, 0.0)
+
+
+def _runouts(board: Sequence[int], count: int, seed: object) -> list[list[int]]:
+    """Five-card completions of ``board``: all of them for a turn, else ``count`` sampled."""
+    rest = [c for c in range(52) if c not in board]
+    need = 5 - len(board)
     if need == 0:
-        extra = np.zeros((1, 0), dtype=np.int64)
-    elif need <= 2:
-        extra = rest[_combos(len(rest), need)]
+        return [list(board)]
+    if need == 1:
+        return [[*board, c] for c in rest]
+    rng = random.Random(stable_seed("runouts", seed, *board))
+    return [[*board, *rng.sample(rest, need)] for _ in range(count)]
+
+
+FLOP_RUNOUTS = 60
+PREFLOP_BOARDS = 400
+RUNOUT_DRAWS = 150
+
+
+@lru_cache(maxsize=4096)
+def strength_table(board: tuple[str, ...]) -> np.ndarray:
+    """Every two-card hand's equity against a random hand on ``board`` (1326 floats).
+
+    Exact on the river (its rank among all hands) and the turn (averaged over every
+    river); on the flop averaged over :data:`FLOP_RUNOUTS` seeded runouts and preflop over
+    :data:`PREFLOP_BOARDS` seeded boards. Blockers between the two hands are ignored. This
+    is the bots' hand strength (and the reference's), so the reward can evaluate the
+    bot's strategy for every hand it might hold.
+    """
+    ints = card_ints(board)
+    fulls = _runouts(ints, PREFLOP_BOARDS if not ints else FLOP_RUNOUTS, "strength")
+    total = np.zeros(N_COMBOS)
+    count = np.zeros(N_COMBOS)
+    for values in boards_values(np.array(fulls)):
+        valid = values >= 0
+        total += _percentiles(values, valid)
+        count += valid
+    return np.where(count > 0, total / np.maximum(count, 1), 0.0)
+
+
+def strength(hole: Sequence[str], board: Sequence[str]) -> float:
+    """:func:`strength_table` for one hand (its equity against a random hand)."""
+    return float(strength_table(tuple(board))[combo_index(hole)])
+
+
+@lru_cache(maxsize=2048)
+def outcomes_against_all(hole: tuple[str, ...], board: tuple[str, ...]) -> np.ndarray:
+    """``hole``'s showdown result against every two-card hand (1 win, 0.5 tie, 0 loss),
+    averaged over the rest of the board: every river from the turn, else
+    :data:`RUNOUT_DRAWS` seeded runouts (an unbiased estimate; the same runouts for every
+    hand). 0 for the hands that share a card with ``hole`` or the board."""
+    mine = combo_index(hole)
+    blocked = card_ints(hole)
+    ints = card_ints(board)
+    dealt = [*ints, *blocked]
+    if len(ints) == 4:
+        fulls = [[*ints, c] for c in range(52) if c not in dealt]
+    elif len(ints) == 5:
+        fulls = [ints]
     else:
-        rng = np.random.default_rng(stable_seed("runout", *hole, "|", *other, "|", *board))
-        extra = _sample_rows(rng, rest.tolist(), RUNOUT_SAMPLES, need)
-    rows = extra.shape[0]
-    full = np.concatenate([np.tile(known, (rows, 1)).reshape(rows, len(known)), extra], axis=1)
-    a = hand_values(np.concatenate([np.tile(mine, (rows, 1)), full], axis=1))
-    b = hand_values(np.concatenate([np.tile(theirs, (rows, 1)), full], axis=1))
-    return float(((a > b) + 0.5 * (a == b)).mean())
+        rest = [c for c in range(52) if c not in dealt]
+        rng = random.Random(stable_seed("outcomes", *hole, "|", *board))
+        fulls = [[*ints, *rng.sample(rest, 5 - len(ints))] for _ in range(RUNOUT_DRAWS)]
+    values = boards_values(np.array(fulls))
+    ours = values[:, mine : mine + 1]
+    valid = values >= 0
+    total = np.where(valid, (ours > values) + 0.5 * (ours == values), 0.0).sum(axis=0)
+    count = valid.sum(axis=0)
+    usable = combos_without([*blocked, *ints]) & (count > 0)
+    return np.where(usable, total / np.maximum(count, 1), 0.0)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
 from agentharness.core.parsing import answered_calls
-from agentharness.tasks.holdem.cards import equity
+from agentharness.tasks.holdem.cards import strength
 from agentharness.tasks.holdem.policies import reference_decision
 from agentharness.tasks.holdem.simulator import AGENT, IllegalAction, Session, SessionSpec
 from agentharness.tasks.holdem.tools import act_arguments
@@ -51,7 +51,7 @@ class HoldemExpert:
             return assistant("The session is over.", [ToolCall.make(call_id, "view_table", {})])
         d = s.decision(AGENT)
         action, amount = reference_decision(d)
-        e = equity(d.hole, d.board)
+        e = strength(d.hole, d.board)
         args: dict[str, object] = {"action": action}
         if amount is not None:
             args["amount"] = amount

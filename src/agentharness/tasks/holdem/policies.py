@@ -1,6 +1,6 @@
 """The players' policies on a :class:`~agentharness.tasks.holdem.simulator.Decision`.
 
-* :func:`reference_decision` — the equity-based reference policy (the expert's strategy);
+* :func:`reference_decision` — the reference policy (the expert's strategy);
 * the lazy baselines, which never look at the cards: :func:`check_fold`,
   :func:`check_call`, :func:`shove` and :func:`call_or_shove` (:data:`LAZY_POLICIES`);
   the reward pays only for beating the best of them on the same deals;
@@ -11,10 +11,17 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from agentharness.tasks.holdem.bots import STYLES, BotStyle, call_bar, sized
-from agentharness.tasks.holdem.cards import EXPERT_SAMPLES, equity, stable_seed
+from agentharness.tasks.holdem.bots import (
+    STYLES,
+    BotSpot,
+    call_bar,
+    hand_weights,
+    move_probabilities,
+    sized,
+)
+from agentharness.tasks.holdem.cards import outcomes_against_all, stable_seed, strength_table
 from agentharness.tasks.holdem.simulator import AGENT, Decision, Legal, Session, SessionSpec
 
 Move = tuple[str, int | None]
@@ -22,100 +29,6 @@ Policy = Callable[[Decision, random.Random], Move]
 
 
 # -- the reference policy -------------------------------------------------------------------
-
-
-# Chance that a hand behind at this street still wins by the river (and that one ahead
-# gets outdrawn): the percentile model below is exact only on the river.
-_RESIDUAL = {"preflop": 0.3, "flop": 0.2, "turn": 0.1, "river": 0.0}
-
-Range = list[tuple[float, float, float]]  # (weight, low, high): uniform in equity-percentile
-
-
-def bot_range(
-    style: BotStyle, opp_actions: Sequence[tuple[str, str, bool]], street_now: str
-) -> Range:
-    """The bot's holding after its actions this hand, as weighted percentile bands.
-
-    Equity against a random hand works like a percentile of hand strength. The bot bets
-    or raises with value hands (from ``value_equity`` up, ``raise_freq`` of the time) and
-    bluffs with the rest (``bluff_freq``); it calls with hands above a calling bar and
-    checks the rest. Three bands — weak, calling, value — start with mass equal to their
-    widths and are re-weighted by the likelihood of each action (Bayes); a new street
-    keeps 70 % of what was learned, since strengths shift as cards come.
-    """
-    rf, bf = style.raise_freq, style.bluff_freq
-    street = "preflop"
-    mass = _prior_mass(style, street)
-    for act_street, verb, facing in opp_actions:
-        if act_street != street:
-            street = act_street
-            mass = _carry(mass, style, street)
-        # P(action | band), read off bot_decision: facing a bet, value hands raise
-        # (raise_freq), hands above the bar call and the rest fold or bluff-raise.
-        if verb in ("bet", "raise"):
-            like = (bf, 0.0, rf) if facing else (bf, bf, max(rf, bf))
-        elif verb == "check":
-            like = (1.0 - bf, 1.0 - bf, 1.0 - max(rf, bf))
-        elif verb == "call":
-            like = (0.0, 1.0, 1.0 - rf)
-        else:
-            like = (1.0, 1.0, 1.0)
-        posterior = [m * x for m, x in zip(mass, like, strict=True)]
-        total = sum(posterior)
-        mass = [m / total for m in posterior] if total > 0 else _prior_mass(style, street)
-    if street_now != street:
-        mass = _carry(mass, style, street_now)
-    bands = _bands(style, street_now)
-    return [(m, lo, hi) for m, (lo, hi) in zip(mass, bands, strict=True)]
-
-
-def _prior_mass(style: BotStyle, street: str) -> list[float]:
-    return [hi - lo for lo, hi in _bands(style, street)]
-
-
-def _carry(mass: list[float], style: BotStyle, street: str) -> list[float]:
-    prior = _prior_mass(style, street)
-    return [0.7 * m + 0.3 * p for m, p in zip(mass, prior, strict=True)]
-
-
-def _bands(style: BotStyle, street: str) -> list[tuple[float, float]]:
-    bar = style.play_equity if street == "preflop" else max(0.05, 0.3 + style.call_margin)
-    bar = min(bar, style.value_equity)
-    return [(0.0, bar), (bar, style.value_equity), (style.value_equity, 1.0)]
-
-
-def _beats(e: float, lo: float, hi: float) -> float:
-    if hi <= lo:
-        return 1.0 if e >= hi else 0.0
-    return min(1.0, max(0.0, (e - lo) / (hi - lo)))
-
-
-def win_probability(e: float, rng_: Range, street: str) -> float:
-    """Chance to win at showdown against the range, with some room for draws."""
-    total = sum(w for w, _, _ in rng_)
-    if total <= 0:
-        return e
-    c = sum(w * _beats(e, lo, hi) for w, lo, hi in rng_) / total
-    r = _RESIDUAL[street]
-    return c * (1.0 - r) + (1.0 - c) * r
-
-
-def _continue_split(style: BotStyle, rng_: Range, need: float) -> tuple[float, Range]:
-    """How often the bot continues against a bet (calls above ``need``, bluff-raises
-    below), and its continuing range."""
-    total = sum(w for w, _, _ in rng_) or 1.0
-    cont = 0.0
-    kept: Range = []
-    for w, lo, hi in rng_:
-        span = max(hi - lo, 1e-9)
-        above = max(0.0, hi - max(lo, need)) / span
-        below = 1.0 - above
-        cont += w / total * (above + below * style.bluff_freq)
-        if above > 0:
-            kept.append((w * above, max(lo, need), hi))
-        if below > 0:
-            kept.append((w * below * style.bluff_freq, lo, min(hi, need)))
-    return cont, kept
 
 
 def _bet_sizes(d: Decision) -> list[tuple[str, int]]:
@@ -127,39 +40,59 @@ def _bet_sizes(d: Decision) -> list[tuple[str, int]]:
     return out
 
 
-def reference_decision(d: Decision) -> tuple[str, int | None]:
-    """The equity-based reference policy (the expert's strategy).
+# A small tax on chips put in keeps marginal bets honest (later streets are not modelled).
+BET_TAX = 0.04
 
-    Hand strength is Monte Carlo equity against a random hand (pokerkit's hand ranks);
-    the bot's holding is modelled from its style and its last action (:func:`bot_range`).
-    Each option is scored by its expected chips for this street — folding, checking or
-    calling (the chance to be ahead against the range versus the pot odds), and betting
-    or raising half, 0.8 or 1.2 pots (the chance the bot folds, else the chance to win
-    against the range that continues) — and the best is played. It uses only what the
-    table image and the prompt show.
+
+def reference_decision(d: Decision) -> Move:
+    """The reference policy (the expert's strategy): the best option against the bot's
+    range, one street ahead.
+
+    The bot's possible hands are weighted by how likely its known rule makes its moves
+    so far with each (:func:`bots.hand_weights`: an exact posterior). Each option is
+    scored by its expected chips: folding 0; checking or calling, the chance to win
+    against that range (averaged over the rest of the board) times the pot; betting or
+    raising half, 0.8 or 1.2 pots, the bot's chance to fold, call or re-raise with each
+    hand it might hold at that size (a re-raise is met by an all-in call or a fold,
+    whichever is worth more). It uses only what the table image and the prompt show,
+    and the bot's rule.
     """
     style = STYLES[d.style]
-    e = equity(d.hole, d.board, EXPERT_SAMPLES)
-    street = d.street
-    rng_ = bot_range(style, d.opp_actions, street)
-    win = win_probability(e, rng_, street)
+    weight = hand_weights(style, [*d.hole, *d.board], d.opp_moves)
+    total = weight.sum()
+    weight = weight / total if total > 0 else weight
+    share = outcomes_against_all(d.hole, d.board)
+    win = float((weight * share).sum())
     pot, to_call = d.pot, d.to_call
-    options: list[tuple[float, tuple[str, int | None]]] = []
+    mine, theirs = d.my_bet, d.max_bet
+    matched = min(mine + d.stack, theirs + d.opp_stack)  # this round's total if all-in
+    options: list[tuple[float, Move]] = []
     if to_call > 0:
         options.append((0.0, ("fold", None)))
         options.append((win * (pot + to_call) - to_call, ("call", None)))
     else:
         options.append((win * pot, ("check", None)))
+    strengths = strength_table(d.board)
     for action, target in _bet_sizes(d):
-        put = target - d.my_bet  # chips we add now
-        bot_add = target - d.max_bet  # what the bot must add to call (its bet is the max)
-        need = call_bar(style, street, bot_add, pot + put, d.opp_stack)
-        cont, kept = _continue_split(style, rng_, need)
-        win_called = win_probability(e, kept, street) if kept else 1.0
-        ev = (1.0 - cont) * pot + cont * (win_called * (pot + put + bot_add) - put)
-        # Re-raises are not modelled; a small tax keeps marginal bets honest.
-        ev -= 0.04 * put
-        options.append((ev, (action, target)))
+        put = target - mine  # chips we add now
+        bot_add = target - theirs  # what the bot must add to call
+        need = call_bar(style, d.street, bot_add, pot + put, d.opp_stack)
+        can_raise = target < mine + d.stack and d.opp_stack > bot_add
+        moves = move_probabilities(style, strengths, BotSpot(True, need, can_raise))
+        called = share * (pot + put + bot_add) - put
+        raised = weight * moves["raise"]
+        after_raise = -float(put)
+        if raised.sum() > 0:
+            win_raised = float((raised * share).sum() / raised.sum())
+            all_in = win_raised * (pot + 2 * matched - mine - theirs) - (matched - mine)
+            after_raise = max(after_raise, all_in)
+        ev = float(
+            (
+                weight
+                * (moves["fold"] * pot + moves["call"] * called + moves["raise"] * after_raise)
+            ).sum()
+        )
+        options.append((ev - BET_TAX * put, (action, target)))
     options.sort(key=lambda o: o[0], reverse=True)
     return options[0][1]
 

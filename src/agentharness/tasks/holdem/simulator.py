@@ -10,12 +10,13 @@ in :mod:`.cards`, the bot in :mod:`.bots`, the reference and lazy policies in
   actions, minimum raises, all-ins, side cases and showdowns are pokerkit's), gives
   both players a full stack at the start of every hand (so hands are independent and
   nobody busts), alternates the button and lets the bot act automatically;
-* every board card is scored by its expectation: when cards are dealt to a pot, the
-  agent's share of that pot changes by its change in showdown equity against the bot's
-  actual hand, and :attr:`Session.adjusted_net` takes those swings out of the result
-  (:attr:`HandRecord.luck`). Each swing has mean zero whatever the players do, so the
-  adjusted result has the same expectation as the chips and much less card luck; a hand
-  all-in before the river counts by its equity.
+* a hand that reaches a showdown is also scored without the luck of the cards
+  (:attr:`HandRecord.adjusted_net`): by the agent's average result against every hand
+  the bot could hold, each weighted by the chance that the bot's known strategy plays
+  it the way the bot played (:func:`bots.move_probabilities`), over the rest of the
+  board when the betting ended before the river. Given what happened at the table
+  this is the expected result, so over deals it has the same mean as the chips for
+  any player, with far less luck. A hand that ends in a fold counts as it fell.
 
 Everything is deterministic: bot randomness is seeded from (session seed, hand, action
 number), so a session is a function of its spec and the agent's actions.
@@ -28,8 +29,18 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentharness.tasks.holdem.bots import STYLES, bot_decision
-from agentharness.tasks.holdem.cards import describe_hand, showdown_equity, stable_seed
+import numpy as np
+
+from agentharness.tasks.holdem.bots import (
+    STREET_CARDS,
+    STYLES,
+    BotMove,
+    BotSpot,
+    BotStyle,
+    bot_decision,
+    hand_weights,
+)
+from agentharness.tasks.holdem.cards import describe_hand, outcomes_against_all, stable_seed
 
 if TYPE_CHECKING:
     from pokerkit import State
@@ -96,6 +107,7 @@ class ActionLog:
     text: str
     verb: str = ""  # fold, check, call, bet, raise ("" for the blinds)
     facing: bool = False  # whether the actor faced a bet (something to call)
+    spot: BotSpot | None = None  # the bot's decision spot (for the showdown average)
 
 
 @dataclass
@@ -117,12 +129,13 @@ class HandRecord:
     result: str = ""
     committed_agent: int = 0  # chips put in this hand (uncalled bets included)
     committed_bot: int = 0
-    luck: float = 0.0  # chips the board cards brought: sum of pot x (equity after - before)
+    betting_board: int = 0  # board cards out when the last bet or call was made
+    adjusted: float | None = None  # the showdown average (None: the hand ended in a fold)
 
     @property
     def adjusted_net(self) -> float:
-        """The result with the board's luck taken out (see :class:`Session`)."""
-        return self.agent_net - self.luck
+        """The result without the cards' luck: the showdown average, or as it fell."""
+        return float(self.agent_net) if self.adjusted is None else self.adjusted
 
     @property
     def contested_pot(self) -> int:
@@ -218,7 +231,7 @@ class Decision:
     style: str  # the bot's style (public)
     hand: int
     actions_this_street: int
-    opp_actions: tuple[tuple[str, str, bool], ...]  # the opponent's (street, verb, facing a bet)
+    opp_moves: tuple[BotMove, ...]  # the bot's moves this hand (for the agent; public)
 
 
 _AUTOMATIONS_NAMES = (
@@ -274,10 +287,10 @@ class Session:
 
     @property
     def adjusted_net(self) -> float:
-        """:attr:`net` with the board cards' luck taken out of every finished hand.
+        """:attr:`net` with every finished showdown scored by its average (see the module).
 
-        An unfinished hand counts as folded (its chips in the pot are lost, no luck)."""
-        return self.net - sum(h.luck for h in self.hands if h.over)
+        An unfinished hand counts as folded (its chips in the pot are lost)."""
+        return self.net + sum(h.adjusted_net - h.agent_net for h in self.hands if h.over)
 
     @property
     def net(self) -> int:
@@ -350,11 +363,7 @@ class Session:
             style=self.spec.style,
             hand=self.hand.number,
             actions_this_street=self._street_actions,
-            opp_actions=tuple(
-                (a.street, a.verb, a.facing)
-                for a in self.hand.actions
-                if a.who not in (who, "dealer")
-            ),
+            opp_moves=bot_moves(self.hand) if who == AGENT else (),
         )
 
     def _net_through(self, number: int) -> int:
@@ -404,7 +413,7 @@ class Session:
             footer = f"Session over ({self.end_note}). Your net result: {net:+d} chips"
             adjusted = self.adjusted_net
             if round(adjusted, 1) != net:
-                footer += f" ({adjusted:+.1f} with the board's luck taken out)"
+                footer += f" ({adjusted:+.1f} with the showdowns' luck taken out)"
             footer += "."
         return TableView(
             hand=h.number,
@@ -442,7 +451,9 @@ class Session:
         self.agent_actions += 1
         self._advance()
 
-    def _apply(self, who: str, action: str, amount: int | None) -> None:
+    def _apply(
+        self, who: str, action: str, amount: int | None, spot: BotSpot | None = None
+    ) -> None:
         st = self.state
         assert st is not None
         legal = _legal(st)
@@ -516,9 +527,10 @@ class Session:
             text = f"{label} {verb_s} {'to ' if action == 'raise' else ''}{amount}{allin}"
         self._street_actions += 1
         self.hand.actions.append(
-            ActionLog(self._street_name_for_log(), who, text, action, to_call > 0)
+            ActionLog(self._street_name_for_log(), who, text, action, to_call > 0, spot)
         )
         self.last_action = text
+        self.hand.betting_board = len(self.hand.board)
         if who == AGENT:
             self.last_agent_action = text
             self.hand.committed_agent += added
@@ -591,39 +603,22 @@ class Session:
                 n = len(self.hand.board)
                 count = 3 if n == 0 else 1
                 cards = list(deck[4 + 3 + n : 4 + 3 + n + count])
-                self._score_luck(cards)
                 st.deal_board("".join(cards))
                 self.hand.board.extend(cards)
                 self._street_actions = 0
             elif st.actor_index is not None:
                 if st.actor_index == self.agent_index:
                     return
-                action, amount = bot_decision(
+                (action, amount), spot = bot_decision(
                     self.decision(BOT),
                     random.Random(
                         stable_seed("bot", self.spec.seed, self.hand.number, len(self.hand.actions))
                     ),
                     self.style,
                 )
-                self._apply(BOT, action, amount)
+                self._apply(BOT, action, amount, spot)
             else:  # pragma: no cover - pokerkit always has a next operation pending
                 raise RuntimeError("the poker engine stalled")
-
-    def _score_luck(self, cards: list[str]) -> None:
-        """Book the swing these board cards bring to the pot as luck.
-
-        The pot at stake is what both players have matched (an uncalled excess goes
-        back to its owner). Over the unseen cards the swing averages to zero, since the
-        equity before the cards is the mean of the equities after them.
-        """
-        h = self.hand
-        pot = h.contested_pot
-        if pot == 0:
-            return
-        me, them = tuple(h.agent_hole), tuple(h.bot_hole)
-        before = showdown_equity(me, them, tuple(h.board))
-        after = showdown_equity(me, them, tuple(h.board + cards))
-        h.luck += pot * (after - before)
 
     def _finish_hand(self) -> None:
         st = self.state
@@ -642,6 +637,7 @@ class Session:
                 else f"You fold: Bot wins {h.start_agent - h.end_agent}"
             )
         else:
+            h.adjusted = showdown_average(h, self.style)
             mine = describe_hand(h.agent_hole, h.board)
             theirs = describe_hand(h.bot_hole, h.board)
             if net > 0:
@@ -657,6 +653,35 @@ class Session:
             self.end_note = f"all {self.spec.n_hands} hands were played"
         else:
             self._start_hand()
+
+
+def bot_moves(h: HandRecord) -> tuple[BotMove, ...]:
+    """The bot's moves in ``h`` with the board it saw and its spot."""
+    return tuple(
+        (tuple(h.board[: STREET_CARDS[a.street]]), a.verb, a.spot)
+        for a in h.actions
+        if a.who == BOT and a.spot is not None
+    )
+
+
+def bot_hand_weights(h: HandRecord, style: BotStyle) -> np.ndarray:
+    """:func:`bots.hand_weights` at the end of the betting of ``h``: the agent's cards and
+    the board dealt by then are dead."""
+    return hand_weights(style, [*h.agent_hole, *h.board[: h.betting_board]], bot_moves(h))
+
+
+def showdown_average(h: HandRecord, style: BotStyle) -> float:
+    """The agent's expected result of a finished showdown over the bot's possible hands
+    (:func:`bot_hand_weights`): its share of the contested pot against each, over the rest
+    of the board when the betting ended before the river. Uncalled chips go back."""
+    weight = bot_hand_weights(h, style)
+    share = outcomes_against_all(tuple(h.agent_hole), tuple(h.board[: h.betting_board]))
+    total = weight.sum()
+    if total <= 0:  # pragma: no cover - the bot's own hand always has weight
+        raise RuntimeError(f"hand {h.number}: no hand of the bot fits its moves")
+    pot = h.contested_pot
+    refund = h.committed_agent - pot // 2
+    return refund + pot * float((weight * share).sum() / total) - h.committed_agent
 
 
 @lru_cache(maxsize=4096)
