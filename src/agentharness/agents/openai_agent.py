@@ -1,9 +1,16 @@
 """An agent behind any OpenAI-compatible chat endpoint (vLLM, SGLang, LMDeploy, Ollama, OpenAI).
 
-Transient failures (429, 5xx, timeouts, dropped connections) are retried with
-exponential backoff and jitter; after ``max_retries`` the turn fails with
-:class:`AgentError` and the runner records the episode as ``agent_error``. A
-semaphore bounds the number of requests in flight across all episodes.
+Transient failures (429, 5xx, timeouts, dropped connections, malformed replies) are
+retried with exponential backoff and jitter; after ``max_retries`` the turn fails with
+:class:`AgentError` and the runner records the episode as ``agent_error``. Other 4xx
+answers fail at once. A semaphore bounds the number of requests in flight across all
+episodes.
+
+The request path is lean on purpose (bench/client_cpu.py): one aiohttp session per event
+loop, request bodies assembled from per-message JSON encoded once per episode with orjson
+(a conversation grows by appending, so each turn encodes only its new messages), and the
+reply read straight into a :class:`Message`. The openai SDK spent ~2 ms of CPU per request
+in its HTTP stack and models, which capped one process at a few hundred turns per second.
 """
 
 from __future__ import annotations
@@ -13,14 +20,19 @@ import os
 import random
 from typing import Any
 
+import aiohttp
+import orjson
+
 from agentharness.agents.base import AgentError, AgentTurn
 from agentharness.agents.textformat import with_tools_in_prompt
 from agentharness.core.episode import Usage
 from agentharness.core.instance import Instance
-from agentharness.core.messages import FunctionCall, Message, ToolCall, to_openai_payload
+from agentharness.core.messages import FunctionCall, Message, ToolCall, openai_payload_entry
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-CONNECTIONS_PER_SHARD = 16
+# Statuses worth retrying: the server may answer differently next time.
+RETRY_STATUSES = frozenset({408, 409, 425, 429})
+_RESERVED_KEYS = ("model", "messages", "tools")
 
 
 class OpenAIAgent:
@@ -39,8 +51,10 @@ class OpenAIAgent:
     ) -> None:
         if tool_format not in ("native", "text"):
             raise ValueError(f"tool_format must be 'native' or 'text', got {tool_format!r}")
-        import openai
-
+        sampling = dict(sampling or {})
+        clash = [k for k in _RESERVED_KEYS if k in sampling]
+        if clash:
+            raise ValueError(f"sampling options may not set {', '.join(clash)}")
         self.model = model
         self.name = f"openai:{model}"
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
@@ -49,93 +63,87 @@ class OpenAIAgent:
             raise AgentError(
                 "set OPENAI_API_KEY (or pass --base-url for a local server that needs no key)"
             )
-        # Retries are ours (recorded per episode), so the SDK's own are off. The SDK's HTTP
-        # pool scans all its connections for every request, which is quadratic at high
-        # concurrency, so requests are spread over shards of at most 64 connections each
-        # (bench/throughput.py). The Limits class comes from the SDK: its HTTP library
-        # differs across versions.
-        shards = max(1, -(-concurrency // CONNECTIONS_PER_SHARD))
-        per_shard = -(-concurrency // shards)
-        limits_cls = type(openai.DEFAULT_CONNECTION_LIMITS)
-        self.clients = [
-            openai.AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=key or "EMPTY",
-                max_retries=0,
-                timeout=request_timeout_s,
-                http_client=openai.DefaultAsyncHttpxClient(
-                    limits=limits_cls(max_connections=per_shard, max_keepalive_connections=per_shard),
-                    timeout=request_timeout_s,
-                ),
-            )
-            for _ in range(shards)
-        ]
-        self._next_shard = 0
+        self.url = self.base_url.rstrip("/") + "/chat/completions"
+        self.headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key or 'EMPTY'}"}
+        # The headers the openai SDK sends from the same environment variables.
+        for env, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+            if os.environ.get(env):
+                self.headers[header] = os.environ[env]
+        self.concurrency = max(1, concurrency)
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.request_timeout_s = request_timeout_s
         self.tool_format = tool_format
-        self.sampling = dict(sampling or {})
-        self._semaphore = asyncio.Semaphore(concurrency)
+        self.sampling = sampling
+        # Request bodies are assembled from pre-encoded fragments (see _BodyEncoder).
+        self._head = b'{"model":' + orjson.dumps(model) + b',"messages":['
+        self._tail = b"".join(b"," + orjson.dumps(k) + b":" + orjson.dumps(v) for k, v in sampling.items()) + b"}"
+        self._session: aiohttp.ClientSession | None = None
+        self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._semaphore = asyncio.Semaphore(self.concurrency)
+        self._proxy: tuple[str | None, aiohttp.BasicAuth | None] = (None, None)
         self._rng = random.Random(0)
 
     def policy(self, instance: Instance, sample: int = 0) -> _OpenAIPolicy:
-        # An episode keeps one shard so its requests reuse a warm connection.
-        self._next_shard = (self._next_shard + 1) % len(self.clients)
-        return _OpenAIPolicy(self, self.clients[self._next_shard])
-
-    @property
-    def client(self) -> Any:
-        return self.clients[0]
+        return _OpenAIPolicy(self)
 
     async def aclose(self) -> None:
-        for client in self.clients:
-            await client.close()
+        session, self._session, self._session_loop = self._session, None, None
+        if session is not None and not session.closed:
+            await session.close()
+
+    def _session_here(self) -> aiohttp.ClientSession:
+        """The session of the running event loop (an agent may outlive one ``asyncio.run``)."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session_loop is not loop or self._session.closed:
+            # Connections are pooled per host with no per-request scan; the semaphore, not the
+            # pool, bounds requests in flight. Proxies come from the environment, as with the
+            # SDK, but are looked up once rather than per request.
+            self._proxy = _env_proxy(self.url)
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.concurrency, limit_per_host=0),
+                timeout=aiohttp.ClientTimeout(total=self.request_timeout_s),
+                headers=self.headers,
+                trust_env=False,
+                skip_auto_headers=("User-Agent",),
+            )
+            self._session_loop = loop
+            self._semaphore = asyncio.Semaphore(self.concurrency)
+        return self._session
 
     async def complete(
-        self, messages: list[Message], tools: list[dict[str, Any]], client: Any = None
+        self, messages: list[Message], tools: list[dict[str, Any]], encoder: _BodyEncoder | None = None
     ) -> AgentTurn:
-        import openai
-
-        if self.tool_format == "text":
-            messages, tools = with_tools_in_prompt(messages, tools), []
-        request: dict[str, Any] = {
-            "model": self.model,
-            "messages": to_openai_payload(messages),
-            **self.sampling,
-        }
-        if tools:
-            request["tools"] = tools
+        body = (encoder or _BodyEncoder(self)).body(messages, tools)
+        session = self._session_here()
         usage = Usage(requests=0)
         last_error = ""
         for attempt in range(self.max_retries + 1):
             try:
                 async with self._semaphore:
                     usage.requests += 1
-                    # The low-level post skips the SDK's per-field request transform, which
-                    # costs ~10 ms per call on long conversations (bench/throughput.py); the
-                    # body is already in wire format.
-                    response = await (client or self.clients[0]).post(
-                        "/chat/completions", cast_to=openai.types.chat.ChatCompletion, body=request
-                    )
-                if not response.choices:
-                    raise _Transient("the server returned no choices")
+                    async with session.post(
+                        self.url,
+                        data=body,
+                        proxy=self._proxy[0],
+                        proxy_auth=self._proxy[1],
+                        allow_redirects=False,
+                    ) as response:
+                        raw = await response.read()
+                        status = response.status
+                if status >= 300:
+                    error = _status_error(status, raw)
+                    if status in RETRY_STATUSES or status >= 500:
+                        raise _Transient(error)
+                    # A client error will not go away by retrying.
+                    raise AgentError(f"{self.base_url} rejected the request: {error}", usage)
+                message, tokens = _read_reply(raw)
                 break
-            except (
-                openai.RateLimitError,
-                openai.APITimeoutError,
-                openai.APIConnectionError,
-                openai.InternalServerError,
-                _Transient,
-            ) as e:
-                last_error = _describe(e)
-            except openai.APIStatusError as e:
-                if e.status_code in (408, 409, 425, 429) or e.status_code >= 500:
-                    last_error = _describe(e)
-                else:  # a client error will not go away by retrying
-                    raise AgentError(
-                        f"{self.base_url} rejected the request: {_describe(e)}", usage
-                    ) from e
-            except openai.APIError as e:  # malformed body and the like: the server may recover
+            except _Transient as e:
+                last_error = str(e)
+            except asyncio.TimeoutError:
+                last_error = f"TimeoutError: no answer within {self.request_timeout_s:g} s"
+            except (aiohttp.ClientError, OSError) as e:  # refused, dropped, truncated
                 last_error = _describe(e)
             if attempt < self.max_retries:
                 usage.retries += 1
@@ -146,45 +154,150 @@ class OpenAIAgent:
                 f"{self.base_url}: gave up after {self.max_retries + 1} attempts; last error: {last_error}",
                 usage,
             )
-
-        choice = response.choices[0].message
-        tool_calls = [
-            ToolCall(
-                id=tc.id or f"call_{i}",
-                function=FunctionCall(
-                    name=tc.function.name or "", arguments=tc.function.arguments or ""
-                ),
-            )
-            for i, tc in enumerate(choice.tool_calls or [])
-            if getattr(tc, "function", None) is not None
-        ]
-        reasoning = getattr(choice, "reasoning_content", None)
-        message = Message(
-            role="assistant",
-            content=choice.content,
-            tool_calls=tool_calls or None,
-            reasoning_content=reasoning if isinstance(reasoning, str) else None,
-        )
-        if response.usage is not None:
-            usage.prompt_tokens = response.usage.prompt_tokens or 0
-            usage.completion_tokens = response.usage.completion_tokens or 0
+        if tokens is not None:
+            usage.prompt_tokens, usage.completion_tokens = tokens
         return AgentTurn(message=message, usage=usage)
 
 
 class _Transient(Exception):
-    pass
+    """A failed attempt worth retrying."""
+
+
+class _BodyEncoder:
+    """Request bodies for one episode, encoding each message once.
+
+    Messages are frozen, and an episode's conversation only grows, so the JSON of every
+    message already sent is reused by identity; a conversation that was rewritten (a
+    different object at some position) is re-encoded from there on.
+    """
+
+    def __init__(self, agent: OpenAIAgent) -> None:
+        self.agent = agent
+        self._sources: list[Message] = []
+        self._parts: list[bytes] = []
+        self._open_ids: list[frozenset[str]] = []
+        self._tools_src: list[dict[str, Any]] | None = None
+        self._tools_json = b""
+        self._head_key: tuple[Message | None, int] | None = None
+        self._head: list[Message] = []
+
+    def body(self, messages: list[Message], tools: list[dict[str, Any]]) -> bytes:
+        if self.agent.tool_format == "text" and tools:
+            messages, tools = self._with_tools_in_prompt(messages, tools), []
+        n = 0
+        limit = min(len(messages), len(self._sources))
+        while n < limit and messages[n] is self._sources[n]:
+            n += 1
+        del self._sources[n:], self._parts[n:], self._open_ids[n:]
+        open_ids = self._open_ids[-1] if self._open_ids else frozenset()
+        for m in messages[n:]:
+            entry, open_ids = openai_payload_entry(m, open_ids)
+            self._sources.append(m)
+            self._parts.append(orjson.dumps(entry))
+            self._open_ids.append(open_ids)
+        if tools is not self._tools_src:
+            self._tools_src = tools
+            self._tools_json = b'],"tools":' + orjson.dumps(tools) if tools else b"]"
+        return self.agent._head + b",".join(self._parts) + self._tools_json + self.agent._tail
+
+    def _with_tools_in_prompt(self, messages: list[Message], tools: list[dict[str, Any]]) -> list[Message]:
+        # The merged system prompt is a new object each time it is built: build it once.
+        first = messages[0] if messages else None
+        key = (first, id(tools))
+        if self._head_key is None or self._head_key[0] is not first or self._head_key[1] != id(tools):
+            self._head_key = key
+            self._head = with_tools_in_prompt(messages[:1], tools)
+        return [*self._head, *messages[1:]]
 
 
 class _OpenAIPolicy:
-    def __init__(self, agent: OpenAIAgent, client: Any) -> None:
+    def __init__(self, agent: OpenAIAgent) -> None:
         self.agent = agent
-        self.client = client
+        self.encoder = _BodyEncoder(agent)
 
     async def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> AgentTurn:
-        return await self.agent.complete(messages, tools, self.client)
+        return await self.agent.complete(messages, tools, self.encoder)
 
 
-def _describe(e: Exception) -> str:
-    status = getattr(e, "status_code", None)
-    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    return f"{type(e).__name__}{f' {status}' if status else ''}: {text[:200]}"
+def _read_reply(raw: bytes) -> tuple[Message, tuple[int, int] | None]:
+    """The assistant message and (prompt, completion) tokens of a chat-completions reply."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise _Transient(f"the server's reply is not JSON ({e}): {raw[:120]!r}") from e
+    try:
+        choice = data["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        choice = None
+    if not isinstance(choice, dict):
+        raise _Transient("the server returned no choices")
+    calls = []
+    for i, tc in enumerate(choice.get("tool_calls") or []):
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if not isinstance(fn, dict):
+            continue
+        args = fn.get("arguments")
+        if not isinstance(args, str):  # some servers send the object itself
+            args = "" if args is None else orjson.dumps(args).decode()
+        calls.append(
+            ToolCall(
+                id=str(tc.get("id") or f"call_{i}"),
+                function=FunctionCall(name=str(fn.get("name") or ""), arguments=args),
+            )
+        )
+    content = choice.get("content")
+    if isinstance(content, list):  # content parts: keep the text
+        content = "".join(p.get("text") or "" for p in content if isinstance(p, dict))
+    elif content is not None and not isinstance(content, str):
+        content = str(content)
+    reasoning = choice.get("reasoning_content")
+    if not isinstance(reasoning, str):
+        reasoning = choice.get("reasoning")  # newer vLLM
+    message = Message(
+        role="assistant",
+        content=content,
+        tool_calls=calls or None,
+        reasoning_content=reasoning if isinstance(reasoning, str) else None,
+    )
+    usage = data.get("usage")
+    tokens = None
+    if isinstance(usage, dict):
+        tokens = (int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+    return message, tokens
+
+
+def _status_error(status: int, raw: bytes) -> str:
+    """``HTTP <status>: <the server's message>``, from an OpenAI error body when there is one."""
+    text = ""
+    try:
+        data = orjson.loads(raw)
+        err = data.get("error") if isinstance(data, dict) else None
+        if isinstance(err, dict):
+            text = str(err.get("message") or "")
+        elif isinstance(err, str):
+            text = err
+        elif isinstance(data, dict) and isinstance(data.get("detail"), str):
+            text = data["detail"]
+    except (orjson.JSONDecodeError, TypeError):
+        pass
+    if not text:
+        text = raw.decode("utf-8", "replace").strip()
+    text = text.splitlines()[0] if text else "(empty body)"
+    return f"HTTP {status}: {text[:200]}"
+
+
+def _describe(e: BaseException) -> str:
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {text[:200]}" if text else type(e).__name__
+
+
+def _env_proxy(url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
+    """The proxy HTTP(S)_PROXY / NO_PROXY give for ``url``, as the SDK would use."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None, None
+    return str(proxy), auth

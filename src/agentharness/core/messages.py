@@ -167,17 +167,25 @@ def to_openai_payload(messages: list[Message]) -> list[dict[str, Any]]:
     Hermes-style chat templates render tool results anyway.
     """
     payload: list[dict[str, Any]] = []
-    open_ids: set[str] = set()
+    open_ids: frozenset[str] = frozenset()
     for m in messages:
-        if m.role == "assistant":
-            open_ids = {c.id for c in m.tool_calls or []}
-            d = m.to_openai()
-            d.pop("reasoning_content", None)
-            payload.append(d)
-        elif m.role == "tool" and m.tool_call_id not in open_ids:
-            payload.append(
-                {"role": "user", "content": f"<tool_response>\n{m.text}\n</tool_response>"}
-            )
-        else:
-            payload.append(m.to_openai())
+        entry, open_ids = openai_payload_entry(m, open_ids)
+        payload.append(entry)
     return payload
+
+
+def openai_payload_entry(
+    m: Message, open_ids: frozenset[str]
+) -> tuple[dict[str, Any], frozenset[str]]:
+    """One message of :func:`to_openai_payload`, given the tool-call ids still open before it.
+
+    Returns the wire dict and the open ids after it, so callers can encode a growing
+    conversation incrementally (the payload of a message depends only on what precedes it).
+    """
+    if m.role == "assistant":
+        d = m.to_openai()
+        d.pop("reasoning_content", None)
+        return d, frozenset(c.id for c in m.tool_calls or [])
+    if m.role == "tool" and m.tool_call_id not in open_ids:
+        return {"role": "user", "content": f"<tool_response>\n{m.text}\n</tool_response>"}, open_ids
+    return m.to_openai(), open_ids

@@ -142,7 +142,7 @@ class World:
     """
 
     _specs_cache: ClassVar[dict[type, dict[str, ToolSpec]]] = {}
-    _schemas_cache: ClassVar[dict[type, list[dict[str, Any]]]] = {}
+    _schemas_cache: ClassVar[dict[type, str]] = {}
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
@@ -173,8 +173,11 @@ class World:
     def tool_schemas(cls) -> list[dict[str, Any]]:
         """OpenAI function schemas of the tools (a fresh copy; built once per class)."""
         if cls not in World._schemas_cache:
-            World._schemas_cache[cls] = [s.openai_schema() for s in cls.tool_specs().values()]
-        return copy.deepcopy(World._schemas_cache[cls])
+            schemas = [s.openai_schema() for s in cls.tool_specs().values()]
+            World._schemas_cache[cls] = json.dumps(schemas)
+        # Decoding the cached JSON is a deep copy ~30x faster than copy.deepcopy, and every
+        # episode takes one.
+        return list(json.loads(World._schemas_cache[cls]))
 
     def close(self) -> None:
         """Release per-episode resources. The episode calls it once when it ends, after

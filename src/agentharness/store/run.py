@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -27,6 +27,14 @@ EPISODES = "episodes.jsonl"
 RUN_JSON = "run.json"
 IMAGES = "images"
 FILE_PREFIX = "file:"
+
+
+class EncodedRecord(NamedTuple):
+    """One episode's log line (UTF-8, newline-terminated) and its images by file name."""
+
+    episode_id: str
+    line: bytes
+    images: dict[str, bytes]
 
 
 class RunDirError(ValueError):
@@ -80,11 +88,40 @@ class RunDir:
 
     def append(self, record: EpisodeRecord) -> None:
         """Append one finished episode and flush it to disk."""
+        self.append_encoded([self.encode(record)])
+
+    @staticmethod
+    def encode(record: EpisodeRecord) -> EncodedRecord:
+        """The log line of ``record`` and the images it refers to, ready to append.
+
+        Encoding needs no access to the directory, so it can happen in another process
+        (a Ray worker) while only :meth:`append_encoded` touches the disk.
+        """
+        images: dict[str, bytes] = {}
         data = record.model_dump(mode="json", exclude_none=True)
-        data["messages"] = [self._externalize_images(m) for m in record.messages]
+        data["messages"] = [
+            RunDir._externalize_images(m, raw, images) if isinstance(m.content, list) else raw
+            for m, raw in zip(record.messages, data["messages"], strict=True)
+        ]
         line = json.dumps(data, separators=(",", ":")) + "\n"
-        with open(self.episodes_path, "a", encoding="utf-8") as f:
-            f.write(line)
+        return EncodedRecord(record.episode_id, line.encode("utf-8"), images)
+
+    def append_encoded(self, batch: list[EncodedRecord]) -> None:
+        """Append finished episodes with one flush to disk for the whole batch.
+
+        Images are written before the lines that refer to them, so a crash never leaves a
+        line pointing at a missing file.
+        """
+        if not batch:
+            return
+        for encoded in batch:
+            for name, png in encoded.images.items():
+                target = self.path / IMAGES / name
+                if not target.exists():
+                    target.parent.mkdir(exist_ok=True)
+                    target.write_bytes(png)
+        with open(self.episodes_path, "ab") as f:
+            f.write(b"".join(e.line for e in batch))
             f.flush()
             os.fsync(f.fileno())
 
@@ -95,11 +132,17 @@ class RunDir:
         if self.episodes_path.exists():
             self.episodes_path.unlink()
         self.episodes_path.touch()
-        for r in records:
-            self.append(r)
+        for i in range(0, len(records), 256):
+            self.append_encoded([self.encode(r) for r in records[i : i + 256]])
 
-    def _externalize_images(self, message: Message) -> dict[str, Any]:
-        d = message.model_dump(mode="json", exclude_none=True)
+    @staticmethod
+    def _externalize_images(
+        message: Message, d: dict[str, Any], images: dict[str, bytes]
+    ) -> dict[str, Any]:
+        """The message's wire dict ``d`` with inline PNGs replaced by file references.
+
+        The PNGs go into ``images`` by file name.
+        """
         if not isinstance(message.content, list):
             return d
         parts = []
@@ -107,14 +150,10 @@ class RunDir:
             png = part.png_bytes() if isinstance(part, ImagePart) else None
             if png is not None:
                 name = hashlib.sha256(png).hexdigest()[:32] + ".png"
-                target = self.path / IMAGES / name
-                if not target.exists():
-                    target.parent.mkdir(exist_ok=True)
-                    target.write_bytes(png)
+                images[name] = png
                 raw = {**raw, "image_url": {"url": f"{FILE_PREFIX}{IMAGES}/{name}"}}
             parts.append(raw)
-        d["content"] = parts
-        return d
+        return {**d, "content": parts}
 
     def _repair_tail(self) -> None:
         """Cut a truncated last line left by a crash, so appends stay valid JSONL."""
@@ -327,6 +366,7 @@ def read_runs(paths: list[str | Path]) -> list[EpisodeRecord]:
 
 __all__ = [
     "CorruptLineWarning",
+    "EncodedRecord",
     "EpisodeRecord",
     "LineRef",
     "RunDir",
