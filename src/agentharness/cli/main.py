@@ -202,11 +202,23 @@ def eval_(
     append: Annotated[
         bool, typer.Option(help="add to a run made by another agent or config (mixes them)")
     ] = False,
+    backend: Annotated[
+        str, typer.Option(help="local (one process) or ray (episodes spread over Ray workers)")
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(help="ray: join this cluster (e.g. auto, head:6379); default starts a local Ray"),
+    ] = None,
+    workers: Annotated[
+        int, typer.Option(help="ray: worker processes; --concurrency is split over them", min=1)
+    ] = 2,
 ) -> None:
     """Run an agent on tasks; append every finished episode to OUT/episodes.jsonl."""
     from agentharness.agents import AgentError, make_agent
     from agentharness.rollout.runner import plan, plan_instances, run
     from agentharness.store.run import RunDir, RunDirError
+
+    ray_config = _ray_config(backend, address, workers)
 
     try:
         if instances is not None:
@@ -229,15 +241,17 @@ def eval_(
             from agentharness.agents.preflight import check_endpoint
 
             check_endpoint(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL, model)
-        the_agent = make_agent(
-            agent,
-            model=model,
-            base_url=base_url,
-            concurrency=concurrency,
-            seed=agent_seed,
-            sampling=sampling,
-            tool_format=tool_format,
-        )
+        agent_options: dict[str, Any] = {
+            "model": model,
+            "base_url": base_url,
+            "concurrency": concurrency,
+            "seed": agent_seed,
+            "sampling": sampling,
+            "tool_format": tool_format,
+        }
+        # With Ray this agent only names the run (and checks the options); each worker
+        # builds its own, with its share of the concurrency.
+        the_agent = make_agent(agent, **agent_options)
     except typer.Exit:
         raise  # already reported in one line
     except (UnknownTaskError, TaskConfigError, ValueError, AgentError) as e:
@@ -303,6 +317,20 @@ def eval_(
 
     async def go() -> Any:
         try:
+            if ray_config is not None:
+                from agentharness.rollout.ray_backend import AgentSpec, run_ray
+
+                per_worker = max(1, -(-concurrency // ray_config.workers))
+                return await run_ray(
+                    items,
+                    AgentSpec(agent, {**agent_options, "concurrency": per_worker}),
+                    run_dir,
+                    ray_config=ray_config,
+                    concurrency=concurrency,
+                    episode_timeout_s=episode_timeout,
+                    budget_overrides=overrides,
+                    on_done=on_done,
+                )
             return await run(
                 items,
                 the_agent,
@@ -315,12 +343,21 @@ def eval_(
         finally:
             await the_agent.aclose()
 
+    from agentharness.rollout.ray_backend import RayBackendError  # no ray import until used
+
     try:
         result = asyncio.run(go())
+    except RayBackendError as e:
+        raise fail(str(e)) from e
     finally:
         if progress is not None:
             progress.stop()
-    console.print(f"ran {result.ran} episodes, skipped {result.skipped} already in {out}")
+    where = ""
+    if ray_config is not None:
+        where = f" on {result.workers} Ray workers ({result.nodes} node(s))"
+        if result.requeued:
+            where += f"; {result.requeued} re-run after {result.worker_failures} lost chunk(s)"
+    console.print(f"ran {result.ran} episodes{where}, skipped {result.skipped} already in {out}")
     for msg in result.failed_to_generate:
         warn(f"could not generate {msg}")
     _print_report(out, as_json=False)
@@ -367,6 +404,19 @@ def _error_causes(records: list[Any]) -> Counter[str]:
             first = (r.error or "").strip().splitlines()[0][:160] if r.error else "no message"
             causes[f"{r.end_reason}: {first}"] += 1
     return causes
+
+
+def _ray_config(backend: str, address: str | None, workers: int) -> Any:
+    """The Ray settings for ``--backend ray``, None for the local backend; bad flags fail."""
+    if backend == "local":
+        if address is not None:
+            raise fail("--address needs --backend ray")
+        return None
+    if backend != "ray":
+        raise fail(f"unknown --backend {backend!r}; choose local or ray")
+    from agentharness.rollout.ray_backend import RayConfig
+
+    return RayConfig(address=address, workers=workers)
 
 
 def _progress() -> Any:

@@ -1,0 +1,395 @@
+"""Episodes spread over Ray workers, on one machine or a cluster; the driver owns the run.
+
+Each worker is an async Ray actor that builds its own agent and runs its share of the
+episodes with the same :class:`~agentharness.rollout.runner.EpisodeSource` as the
+single-process runner, so tools and simulators run where the episode runs, never on the
+driver. A worker streams every finished episode back as an encoded log line
+(:meth:`RunDir.encode`) the moment it finishes; the driver alone appends to the run
+directory, so resume, the log schema and the report are those of ``bootcamp eval``.
+
+Work goes out in small chunks, a few per worker, so a fast worker takes more of them.
+When a worker dies, the episodes of its chunks that had not come back are queued again
+and run on another worker (or on the same one once Ray restarts it); the driver keeps
+the ids it wrote, so an episode is never written twice. An item lost with its worker
+``MAX_ATTEMPTS`` times is reported, not written, and a later resume tries it again.
+
+Ray is imported only here, and only when the backend is used (the ``ray`` extra).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import math
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentharness.agents.base import Agent
+from agentharness.core.instance import Instance
+from agentharness.core.registry import get_task
+from agentharness.rollout.runner import (
+    EpisodeSource,
+    GenerationFailed,
+    RunResult,
+    RunWriter,
+    WorkItem,
+    pending,
+)
+from agentharness.store.run import EncodedRecord, RunDir
+from agentharness.store.schema import EpisodeRecord
+
+# Chunks in flight per worker: enough that a worker never idles between two of them.
+CHUNKS_PER_WORKER = 4
+MAX_ATTEMPTS = 3
+
+
+class RayBackendError(RuntimeError):
+    """The Ray backend cannot go on (no Ray, no cluster, every worker gone)."""
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    """Where and how wide to run.
+
+    ``address`` None starts a private local Ray on this machine (``ray.init(address=
+    "local")``, so it never joins someone else's); otherwise it is passed to ``ray.init``
+    (``auto``, ``ray://head:10001``, ``head:6379``) to join an existing cluster, whose
+    nodes must have this agentharness installed.
+    """
+
+    address: str | None = None
+    workers: int = 2
+    cpus_per_worker: float = 1.0
+    # Ray restarts a killed worker this many times; its lost episodes run again anyway.
+    max_restarts: int = 2
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"--workers must be at least 1, got {self.workers}")
+        if self.cpus_per_worker <= 0:
+            raise ValueError(f"cpus per worker must be positive, got {self.cpus_per_worker}")
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """How each worker builds its agent (clients and models do not cross processes)."""
+
+    kind: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> Agent:
+        from agentharness.agents import make_agent
+
+        return make_agent(self.kind, **self.options)
+
+
+@dataclass
+class RayRunResult(RunResult):
+    workers: int = 0
+    nodes: int = 0
+    worker_failures: int = 0  # chunks lost with a dead or unreachable worker
+    requeued: int = 0  # episodes sent out again after their worker was lost
+
+
+# -- work items on the wire ---------------------------------------------------------------
+WireItem = tuple[int, Instance | None, str | None, dict[str, Any] | None, int, str]
+
+
+def to_wire(item: WorkItem) -> WireItem:
+    """A work item with its task by id: a TaskSpec holds code, which stays on each side."""
+    return (
+        item.sample,
+        item.instance,
+        item.spec.id if item.spec is not None else None,
+        item.config,
+        item.seed,
+        item.difficulty,
+    )
+
+
+def from_wire(wire: WireItem) -> WorkItem:
+    sample, instance, task_id, config, seed, difficulty = wire
+    spec = get_task(task_id) if task_id is not None else None
+    return WorkItem(
+        sample=sample, instance=instance, spec=spec, config=config, seed=seed, difficulty=difficulty
+    )
+
+
+def episode_id(item: WorkItem, agent_name: str) -> str:
+    return EpisodeRecord.make_id(item.materialize_stub(), item.sample, agent_name)
+
+
+# -- the worker ----------------------------------------------------------------------------
+class RolloutWorker:
+    """One Ray actor: an agent and an episode source for the chunks sent to it."""
+
+    def __init__(
+        self,
+        make_agent: Callable[[], Agent],
+        concurrency: int,
+        episode_timeout_s: float | None,
+        budget_overrides: Mapping[str, Any] | None,
+    ) -> None:
+        self.agent = make_agent()
+        self.source = EpisodeSource(
+            self.agent,
+            concurrency=concurrency,
+            episode_timeout_s=episode_timeout_s,
+            budget_overrides=budget_overrides,
+        )
+
+    def info(self) -> dict[str, Any]:
+        import ray
+
+        return {
+            "agent": self.agent.name,
+            "pid": os.getpid(),
+            "node": ray.get_runtime_context().get_node_id(),
+        }
+
+    async def run(
+        self, chunk: list[tuple[str, WireItem]]
+    ) -> AsyncIterator[tuple[str, EncodedRecord | str]]:
+        """``(episode id, encoded record)`` per finished episode, ``(id, error)`` per failure.
+
+        Ids are the driver's, echoed back, so an item this node cannot even read is
+        still accounted for.
+        """
+        items: list[WorkItem] = []
+        ids: dict[int, str] = {}
+        for eid, wire in chunk:
+            try:
+                item = from_wire(wire)
+            except Exception as e:  # e.g. a task this node does not have
+                yield eid, f"{type(e).__name__}: {e}"
+                continue
+            items.append(item)
+            ids[id(item)] = eid
+        async for result in self.source.stream(items):
+            if isinstance(result, GenerationFailed):
+                yield ids[id(result.item)], result.message
+            else:
+                yield result.episode_id, RunDir.encode(result)
+
+    async def close(self) -> None:
+        await self.agent.aclose()
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as e:
+        raise RayBackendError(
+            'the Ray backend needs ray: pip install "agentharness[ray]"'
+        ) from e
+    return ray
+
+
+def init_ray(config: RayConfig) -> bool:
+    """Connect to (or start) Ray; True when this call started it (and should shut it down)."""
+    ray = _ray()
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": "WARNING"}
+    try:
+        if config.address is None:
+            cpus = max(os.cpu_count() or 1, math.ceil(config.workers * config.cpus_per_worker))
+            ray.init(address="local", num_cpus=cpus, include_dashboard=False, **kwargs)
+        else:
+            ray.init(address=config.address, **kwargs)
+    except Exception as e:
+        where = config.address or "a local Ray"
+        raise RayBackendError(f"could not start or join {where}: {type(e).__name__}: {e}") from e
+    return True
+
+
+async def run_ray(
+    items: list[WorkItem],
+    make_agent: Callable[[], Agent],
+    run_dir: RunDir,
+    *,
+    ray_config: RayConfig | None = None,
+    concurrency: int = 8,
+    episode_timeout_s: float | None = None,
+    budget_overrides: Mapping[str, Any] | None = None,
+    on_done: Callable[[EpisodeRecord], None] | None = None,
+    on_workers: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> RayRunResult:
+    """:func:`~agentharness.rollout.runner.run` over Ray workers.
+
+    ``make_agent`` must pickle (an :class:`AgentSpec`, or a module-level function);
+    ``concurrency`` is the total of episodes in flight, split over the workers.
+    ``on_workers`` gets each worker's ``{"agent", "pid", "node"}`` once they are up.
+    """
+    config = ray_config or RayConfig()
+    ray = _ray()
+    started = init_ray(config)
+    per_worker = max(1, math.ceil(concurrency / config.workers))
+    actor_cls = ray.remote(RolloutWorker).options(
+        num_cpus=config.cpus_per_worker,
+        max_restarts=config.max_restarts,
+        max_task_retries=0,  # a lost chunk is re-planned here, minus what already came back
+        scheduling_strategy="SPREAD",
+    )
+    workers = [
+        actor_cls.remote(make_agent, per_worker, episode_timeout_s, budget_overrides)
+        for _ in range(config.workers)
+    ]
+    try:
+        try:
+            infos = list(await asyncio.gather(*(w.info.remote() for w in workers)))
+        except ray.exceptions.RayError as e:
+            raise RayBackendError(f"the Ray workers did not start: {_first_line(e)}") from e
+        names = {i["agent"] for i in infos}
+        if len(names) != 1:
+            raise RayBackendError(f"workers built different agents: {sorted(names)}")
+        if on_workers is not None:
+            on_workers(infos)
+        driver = _Driver(
+            ray, workers, names.pop(), run_dir, on_done, chunk=max(1, per_worker // 2),
+            max_failures=config.max_restarts + 1,
+        )
+        result = await driver.run(items)
+        result.nodes = len({i["node"] for i in infos})
+        return result
+    finally:
+        await _close_workers(ray, workers)
+        if started:
+            ray.shutdown()
+
+
+async def _close_workers(ray: Any, workers: list[Any]) -> None:
+    async def close(w: Any) -> None:
+        try:
+            await asyncio.wait_for(_resolve(w.close.remote()), 10)
+        except Exception:  # a dead worker has nothing to close
+            pass
+        ray.kill(w, no_restart=True)
+
+    await asyncio.gather(*(close(w) for w in workers))
+
+
+async def _resolve(ref: Any) -> Any:
+    return await ref
+
+
+class _Driver:
+    """Hands out chunks, takes back finished episodes, writes each one exactly once."""
+
+    def __init__(
+        self,
+        ray: Any,
+        workers: list[Any],
+        agent_name: str,
+        run_dir: RunDir,
+        on_done: Callable[[EpisodeRecord], None] | None,
+        *,
+        chunk: int,
+        max_failures: int,
+    ) -> None:
+        self.ray = ray
+        self.workers = workers
+        self.agent_name = agent_name
+        self.run_dir = run_dir
+        self.on_done = on_done
+        self.chunk = chunk
+        self.max_failures = max_failures
+        # A worker's deaths, counted once per death however many chunks it took down.
+        self.deaths = [0] * len(workers)
+        self.epoch = [0] * len(workers)
+        self.written: set[str] = set()
+        self.attempts: collections.Counter[str] = collections.Counter()
+        self.failed: list[str] = []
+        self.requeued = 0
+        self.lost_chunks = 0
+
+    def alive(self) -> list[int]:
+        return [i for i, n in enumerate(self.deaths) if n < self.max_failures]
+
+    async def run(self, items: list[WorkItem]) -> RayRunResult:
+        todo = pending(items, self.agent_name, self.run_dir)
+        by_id = {episode_id(it, self.agent_name): it for it in todo}
+        queue = collections.deque(by_id)
+        writer = RunWriter(self.run_dir, self.on_done)
+        inflight: dict[asyncio.Task[None], int] = {}
+        try:
+            while queue or inflight:
+                for w in self.alive():
+                    while queue and sum(1 for v in inflight.values() if v == w) < CHUNKS_PER_WORKER:
+                        ids = [queue.popleft() for _ in range(min(self.chunk, len(queue)))]
+                        task = asyncio.ensure_future(self._chunk(w, ids, by_id, writer, queue))
+                        inflight[task] = w
+                if not inflight:
+                    raise RayBackendError(
+                        f"every Ray worker died ({len(queue)} episodes not run; the finished ones "
+                        "are saved: re-run the same command to resume)"
+                    )
+                done, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    del inflight[task]
+                    task.result()  # a writer failure (disk, on_done) ends the run
+        finally:
+            for task in inflight:
+                task.cancel()
+            await asyncio.gather(*inflight, return_exceptions=True)
+            await writer.close()
+        return RayRunResult(
+            ran=len(self.written),
+            skipped=len(items) - len(todo),
+            failed_to_generate=self.failed,
+            workers=len(self.workers),
+            worker_failures=self.lost_chunks,
+            requeued=self.requeued,
+        )
+
+    async def _chunk(
+        self,
+        w: int,
+        ids: list[str],
+        by_id: dict[str, WorkItem],
+        writer: RunWriter,
+        queue: collections.deque[str],
+    ) -> None:
+        back: set[str] = set()
+        epoch = self.epoch[w]
+        try:
+            stream = self.workers[w].run.options(num_returns="streaming").remote(
+                [(i, to_wire(by_id[i])) for i in ids]
+            )
+            async for ref in stream:
+                eid, payload = await ref
+                back.add(eid)
+                if eid in self.written:  # a chunk re-sent after a false alarm finished twice
+                    continue
+                if isinstance(payload, str):
+                    self.failed.append(f"{eid}: {payload}")
+                    continue
+                self.written.add(eid)
+                parsed = None
+                if self.on_done is not None:
+                    parsed = EpisodeRecord.model_validate_json(payload.line)
+                writer.put(payload, parsed)
+        except self.ray.exceptions.RayError as e:
+            # The worker died or could not be reached: what did not come back runs again.
+            self.lost_chunks += 1
+            if isinstance(e, self.ray.exceptions.RayActorError) and epoch == self.epoch[w]:
+                self.epoch[w] += 1
+                self.deaths[w] += 1
+            for eid in ids:
+                if eid in back or eid in self.written:
+                    continue
+                self.attempts[eid] += 1
+                if self.attempts[eid] >= MAX_ATTEMPTS:
+                    self.failed.append(
+                        f"{eid}: lost with its worker {MAX_ATTEMPTS} times; last: {_first_line(e)}"
+                    )
+                else:
+                    self.requeued += 1
+                    queue.append(eid)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0][:200] if text else ''}"
