@@ -123,3 +123,45 @@ def test_workers_that_cannot_build_the_agent_fail_clearly(tmp_path: Path) -> Non
     with pytest.raises(RayBackendError, match="did not start"):
         asyncio.run(run_ray(items, AgentSpec("bogus"), run_dir, ray_config=RayConfig(workers=1)))
     assert not run_dir.episodes_path.exists() or run_dir.episodes_path.read_text() == ""
+
+
+def test_the_loop_rollout_stages_on_ray_give_the_local_loop_results(tmp_path: Path) -> None:
+    from agentharness.loop.pipeline import LoopConfig, run_loop
+    from agentharness.loop.runs import load_run
+
+    config = LoopConfig(
+        student="random",
+        teacher="noisy:0.2",
+        tasks="tsp_vision",
+        difficulty="easy",
+        heldout_n=3,
+        synth_n=3,
+        concurrency=2,
+    )
+    local = run_loop(config, tmp_path / "local", log=lambda _: None)
+    spread = run_loop(
+        config.model_copy(update={"backend": "ray", "ray_workers": 2}),
+        tmp_path / "ray",
+        log=lambda _: None,
+    )
+    assert spread == local or _same_but_paths(spread, local)
+    for stage in ("heldout_before", "teacher", "heldout_after"):
+        runs = [
+            {
+                r.episode_id: comparable(r)
+                for r in load_run(d / "round_1" / stage, allow_empty=True).records
+            }
+            for d in (tmp_path / "local", tmp_path / "ray")
+        ]
+        assert runs[0] == runs[1] and runs[0], stage
+
+
+def _same_but_paths(a: Any, b: Any) -> bool:
+    """Summaries name their own directories; everything else must agree."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_but_paths(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_but_paths(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, str) and isinstance(b, str) and ("/local" in a or "/ray" in a):
+        return a.replace("/local", "/ray") == b.replace("/local", "/ray")
+    return bool(a == b)

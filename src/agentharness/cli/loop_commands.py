@@ -327,6 +327,13 @@ def loop_cmd(
     temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
     agent_seed: Annotated[int, typer.Option(help="seed for scripted/local sampling")] = 0,
     concurrency: Annotated[int, typer.Option(help="episodes in flight")] = 8,
+    backend: Annotated[
+        str, typer.Option(help="rollout stages: local (one process) or ray (Ray workers)")
+    ] = "local",
+    address: Annotated[
+        str | None, typer.Option(help="ray: join this cluster; default starts a local Ray")
+    ] = None,
+    workers: Annotated[int, typer.Option(help="ray: worker processes", min=1)] = 2,
 ) -> None:
     """The closed loop: eval on a fixed held-out set, mine, synth, teacher rollouts, filter,
     export, train (with --trainer), re-eval and compare. Each stage has its own
@@ -361,6 +368,9 @@ def loop_cmd(
             agent_seed=agent_seed,
             rounds=rounds,
             concurrency=concurrency,
+            backend=backend,
+            ray_address=address,
+            ray_workers=workers,
         )
     except ValidationError as e:
         first = e.errors()[0]
@@ -369,9 +379,11 @@ def loop_cmd(
     def log(message: str) -> None:
         err.print(message, markup=False, highlight=False)
 
+    from agentharness.rollout.ray_backend import RayBackendError  # no ray import until used
+
     try:
         summary = run_loop(config, out, log=log)
-    except LoopInputError as e:
+    except (LoopInputError, RayBackendError) as e:
         raise fail(str(e)) from e
     table = Table("round", "failures", "synth / kept", "trained", "reward", "Δ [CI]", "verdict")
     for r in summary["rounds"]:

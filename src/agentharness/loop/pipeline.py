@@ -27,6 +27,8 @@ half a file behind.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import importlib
 import json
 import os
@@ -64,7 +66,7 @@ STAGES = (
 )
 TRAINERS = ("none", "sft", "grpo")
 # Fields that may change between a run and its resume without changing any result.
-RUNTIME_FIELDS = frozenset({"rounds", "concurrency"})
+RUNTIME_FIELDS = frozenset({"rounds", "concurrency", "backend", "ray_address", "ray_workers"})
 
 
 class LoopConfig(BaseModel):
@@ -96,6 +98,10 @@ class LoopConfig(BaseModel):
     agent_seed: int = 0
     rounds: int = Field(1, ge=1)
     concurrency: int = Field(8, ge=1)
+    # Where rollouts run; the same episodes either way (rollout/ray_backend.py).
+    backend: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    ray_workers: int = Field(2, ge=1)
 
     def identity(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude=set(RUNTIME_FIELDS))
@@ -398,13 +404,23 @@ class Loop:
                 hook(k, stage, record)
 
         async def go() -> Any:
+            items = plan_instances(instances, k=samples)
             try:
+                if self.cfg.backend == "ray":
+                    from agentharness.rollout.ray_backend import RayConfig, run_ray
+
+                    workers = self.cfg.ray_workers
+                    share = dataclasses.replace(opts, concurrency=-(-opts.concurrency // workers))
+                    return await run_ray(
+                        items,
+                        functools.partial(self.agent_factory, kind, share),
+                        run_dir,
+                        ray_config=RayConfig(address=self.cfg.ray_address, workers=workers),
+                        concurrency=self.cfg.concurrency,
+                        on_done=on_done,
+                    )
                 return await run(
-                    plan_instances(instances, k=samples),
-                    agent,
-                    run_dir,
-                    concurrency=self.cfg.concurrency,
-                    on_done=on_done,
+                    items, agent, run_dir, concurrency=self.cfg.concurrency, on_done=on_done
                 )
             finally:
                 await agent.aclose()
