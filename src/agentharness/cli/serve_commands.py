@@ -26,6 +26,13 @@ def serve_command(
         float, typer.Option(help="idle seconds after which an episode is dropped", min=0.001)
     ] = 600.0,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="server processes on the one port; each episode stays in the one that opened it",
+            min=1,
+        ),
+    ] = 1,
 ) -> None:
     """Serve the tasks over HTTP so trainers in other processes or on other hosts step episodes.
 
@@ -40,8 +47,19 @@ def serve_command(
 
     console.print(
         f"starting the environment server on {host}:{port} (max {max_sessions} episodes, "
-        f"ttl {ttl:g} s); API docs at /docs once it runs"
+        f"ttl {ttl:g} s{f', {workers} processes' if workers > 1 else ''}); "
+        "API docs at /docs once it runs"
     )
+    if workers > 1:
+        from agentharness.serve.workers import serve_workers
+
+        try:
+            serve_workers(
+                host, port, workers, max_sessions=max_sessions, ttl_s=ttl, log_level=log_level
+            )
+        except (OSError, RuntimeError) as e:
+            raise fail(escape(f"{type(e).__name__}: {e}")) from e
+        return
     uvicorn.run(
         create_app(max_sessions=max_sessions, ttl_s=ttl),
         host=host,

@@ -105,6 +105,7 @@ def create_app(
     *,
     clock: Clock = time.monotonic,
     reap_interval_s: float | None = None,
+    id_prefix: str = "",
 ) -> FastAPI:
     """The environment server as an ASGI app (run it with uvicorn or :class:`BackgroundServer`).
 
@@ -117,11 +118,12 @@ def create_app(
         reap_interval_s: how often expired episodes are swept in the background (they are
             also dropped whenever the store is used). Defaults to a quarter of the ttl,
             within 1 to 30 s.
+        id_prefix: put before every episode id (``bootcamp serve --workers`` routes by it).
 
     Returns:
         The FastAPI app; its session store is ``app.state.sessions``.
     """
-    store = SessionStore(max_sessions, ttl_s, clock=clock)
+    store = SessionStore(max_sessions, ttl_s, clock=clock, id_prefix=id_prefix)
     interval = reap_interval_s if reap_interval_s is not None else min(30.0, max(1.0, ttl_s / 4))
     if not interval > 0:
         raise ValueError(f"reap_interval_s must be positive, got {reap_interval_s}")

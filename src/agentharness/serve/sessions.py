@@ -115,6 +115,7 @@ class SessionStore:
         *,
         clock: Clock = time.monotonic,
         remember_gone: int | None = None,
+        id_prefix: str = "",
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
@@ -123,6 +124,8 @@ class SessionStore:
         self.max_sessions = max_sessions
         self.ttl_s = float(ttl_s)
         self.clock = clock
+        # Names the process holding the episode when several serve one port (serve/workers.py).
+        self.id_prefix = id_prefix
         self.expired_total = 0
         self._sessions: dict[str, Session] = {}
         self._reserved = 0
@@ -161,7 +164,7 @@ class SessionStore:
                 filled = True
                 self._reserved -= 1
                 now = self.clock()
-                session = Session(secrets.token_urlsafe(16), episode, now, now)
+                session = Session(self.id_prefix + secrets.token_urlsafe(16), episode, now, now)
                 self._sessions[session.id] = session
                 return session
 
