@@ -58,7 +58,7 @@ def serve_command(
                 host, port, workers, max_sessions=max_sessions, ttl_s=ttl, log_level=log_level
             )
         except (OSError, RuntimeError) as e:
-            raise fail(escape(f"{type(e).__name__}: {e}")) from e
+            raise fail(f"{type(e).__name__}: {e}") from e
         return
     uvicorn.run(
         create_app(max_sessions=max_sessions, ttl_s=ttl),

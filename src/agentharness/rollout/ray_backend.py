@@ -7,7 +7,9 @@ driver. A worker streams every finished episode back as an encoded log line
 (:meth:`RunDir.encode`) the moment it finishes; the driver alone appends to the run
 directory, so resume, the log schema and the report are those of ``bootcamp eval``.
 
-Work goes out in small chunks, a few per worker, so a fast worker takes more of them.
+Work goes out in small chunks as a worker's episodes come back: each worker holds its
+episodes in flight plus a half again queued, so it never idles waiting for the next chunk
+and the end of the run is not left queued behind one slow worker.
 When a worker dies, the episodes of its chunks that had not come back are queued again
 and run on another worker (or on the same one once Ray restarts it); the driver keeps
 the ids it wrote, so an episode is never written twice. An item lost with its worker
@@ -28,7 +30,7 @@ from typing import Any
 
 from agentharness.agents.base import Agent
 from agentharness.core.instance import Instance
-from agentharness.core.registry import get_task
+from agentharness.core.registry import all_tasks, get_task
 from agentharness.rollout.runner import (
     EpisodeSource,
     GenerationFailed,
@@ -40,8 +42,6 @@ from agentharness.rollout.runner import (
 from agentharness.store.run import EncodedRecord, RunDir
 from agentharness.store.schema import EpisodeRecord
 
-# Chunks in flight per worker: enough that a worker never idles between two of them.
-CHUNKS_PER_WORKER = 4
 MAX_ATTEMPTS = 3
 
 
@@ -132,6 +132,9 @@ class RolloutWorker:
         episode_timeout_s: float | None,
         budget_overrides: Mapping[str, Any] | None,
     ) -> None:
+        # Load every task now: the registry loads lazily (PyBaMM alone takes seconds), and
+        # a worker should be ready when it says it is up.
+        all_tasks()
         self.agent = make_agent()
         self.source = EpisodeSource(
             self.agent,
@@ -151,30 +154,61 @@ class RolloutWorker:
 
     async def run(
         self, chunk: list[tuple[str, WireItem]]
-    ) -> AsyncIterator[tuple[str, EncodedRecord | str]]:
-        """``(episode id, encoded record)`` per finished episode, ``(id, error)`` per failure.
+    ) -> AsyncIterator[list[tuple[str, EncodedRecord | str]]]:
+        """Batches of ``(episode id, encoded record)``, or ``(id, error)`` for a failure.
 
-        Ids are the driver's, echoed back, so an item this node cannot even read is
-        still accounted for.
+        A batch is what finished since the last one was taken, so under load one Ray
+        object carries several episodes (each object costs the driver ~1 ms) while a lone
+        episode still goes out at once. Ids are the driver's, echoed back, so an item this
+        node cannot even read is still accounted for.
         """
+        ready: asyncio.Queue[tuple[str, EncodedRecord | str] | None] = asyncio.Queue()
         items: list[WorkItem] = []
         ids: dict[int, str] = {}
         for eid, wire in chunk:
             try:
                 item = from_wire(wire)
             except Exception as e:  # e.g. a task this node does not have
-                yield eid, f"{type(e).__name__}: {e}"
+                ready.put_nowait((eid, f"{type(e).__name__}: {e}"))
                 continue
             items.append(item)
             ids[id(item)] = eid
-        async for result in self.source.stream(items):
-            if isinstance(result, GenerationFailed):
-                yield ids[id(result.item)], result.message
-            else:
-                yield result.episode_id, RunDir.encode(result)
+
+        async def pump() -> None:
+            try:
+                async for result in self.source.stream(items):
+                    if isinstance(result, GenerationFailed):
+                        ready.put_nowait((ids[id(result.item)], result.message))
+                    else:
+                        ready.put_nowait((result.episode_id, RunDir.encode(result)))
+            finally:
+                ready.put_nowait(None)
+
+        pumping = asyncio.ensure_future(pump())
+        try:
+            finished = False
+            while not finished:
+                batch = []
+                for entry in [await ready.get(), *_drain(ready)]:
+                    if entry is None:
+                        finished = True
+                    else:
+                        batch.append(entry)
+                if batch:
+                    yield batch
+            await pumping  # raises what the episodes raised, if anything
+        finally:
+            pumping.cancel()
 
     async def close(self) -> None:
         await self.agent.aclose()
+
+
+def _drain(queue: asyncio.Queue[Any]) -> list[Any]:
+    out = []
+    while not queue.empty():
+        out.append(queue.get_nowait())
+    return out
 
 
 def _ray() -> Any:
@@ -215,13 +249,17 @@ async def run_ray(
     episode_timeout_s: float | None = None,
     budget_overrides: Mapping[str, Any] | None = None,
     on_done: Callable[[EpisodeRecord], None] | None = None,
+    on_received: Callable[[str], None] | None = None,
     on_workers: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> RayRunResult:
     """:func:`~agentharness.rollout.runner.run` over Ray workers.
 
     ``make_agent`` must pickle (an :class:`AgentSpec`, or a module-level function);
     ``concurrency`` is the total of episodes in flight, split over the workers.
-    ``on_workers`` gets each worker's ``{"agent", "pid", "node"}`` once they are up.
+    ``on_done`` is the runner's (the driver parses each record to call it: ~1 ms of driver
+    CPU per episode); ``on_received`` only gets the id of each episode queued for writing,
+    which is all a progress bar needs. ``on_workers`` gets each worker's ``{"agent", "pid",
+    "node"}`` once they are up.
     """
     config = ray_config or RayConfig()
     ray = _ray()
@@ -248,7 +286,13 @@ async def run_ray(
         if on_workers is not None:
             on_workers(infos)
         driver = _Driver(
-            ray, workers, names.pop(), run_dir, on_done, chunk=max(1, per_worker // 2),
+            ray,
+            workers,
+            names.pop(),
+            run_dir,
+            on_done,
+            on_received,
+            per_worker=per_worker,
             max_failures=config.max_restarts + 1,
         )
         result = await driver.run(items)
@@ -285,8 +329,9 @@ class _Driver:
         agent_name: str,
         run_dir: RunDir,
         on_done: Callable[[EpisodeRecord], None] | None,
+        on_received: Callable[[str], None] | None,
         *,
-        chunk: int,
+        per_worker: int,
         max_failures: int,
     ) -> None:
         self.ray = ray
@@ -294,7 +339,11 @@ class _Driver:
         self.agent_name = agent_name
         self.run_dir = run_dir
         self.on_done = on_done
-        self.chunk = chunk
+        self.on_received = on_received
+        self.chunk = max(1, per_worker // 2)
+        self.cap = per_worker + self.chunk  # episodes given to a worker and not back yet
+        self.assigned = [0] * len(workers)
+        self.progress = asyncio.Event()
         self.max_failures = max_failures
         # A worker's deaths, counted once per death however many chunks it took down.
         self.deaths = [0] * len(workers)
@@ -317,8 +366,10 @@ class _Driver:
         try:
             while queue or inflight:
                 for w in self.alive():
-                    while queue and sum(1 for v in inflight.values() if v == w) < CHUNKS_PER_WORKER:
-                        ids = [queue.popleft() for _ in range(min(self.chunk, len(queue)))]
+                    while queue and self.assigned[w] < self.cap:
+                        n = min(self.chunk, self.cap - self.assigned[w], len(queue))
+                        ids = [queue.popleft() for _ in range(n)]
+                        self.assigned[w] += n
                         task = asyncio.ensure_future(self._chunk(w, ids, by_id, writer, queue))
                         inflight[task] = w
                 if not inflight:
@@ -326,10 +377,17 @@ class _Driver:
                         f"every Ray worker died ({len(queue)} episodes not run; the finished ones "
                         "are saved: re-run the same command to resume)"
                     )
-                done, _ = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+                # Wake when a chunk ends or any episode comes back (a worker has room again).
+                self.progress.clear()
+                waiter = asyncio.ensure_future(self.progress.wait())
+                done, _ = await asyncio.wait(
+                    [*inflight, waiter], return_when=asyncio.FIRST_COMPLETED
+                )
+                waiter.cancel()
                 for task in done:
-                    del inflight[task]
-                    task.result()  # a writer failure (disk, on_done) ends the run
+                    if task is not waiter:
+                        del inflight[task]
+                        task.result()  # a writer failure (disk, on_done) ends the run
         finally:
             for task in inflight:
                 task.cancel()
@@ -359,21 +417,27 @@ class _Driver:
                 [(i, to_wire(by_id[i])) for i in ids]
             )
             async for ref in stream:
-                eid, payload = await ref
-                back.add(eid)
-                if eid in self.written:  # a chunk re-sent after a false alarm finished twice
-                    continue
-                if isinstance(payload, str):
-                    self.failed.append(f"{eid}: {payload}")
-                    continue
-                self.written.add(eid)
-                parsed = None
-                if self.on_done is not None:
-                    parsed = EpisodeRecord.model_validate_json(payload.line)
-                writer.put(payload, parsed)
+                for eid, payload in await ref:
+                    back.add(eid)
+                    self.assigned[w] -= 1
+                    self.progress.set()
+                    if eid in self.written:  # a chunk re-sent after a false alarm finished twice
+                        continue
+                    if isinstance(payload, str):
+                        self.failed.append(f"{eid}: {payload}")
+                        continue
+                    self.written.add(eid)
+                    parsed = None
+                    if self.on_done is not None:
+                        parsed = EpisodeRecord.model_validate_json(payload.line)
+                    writer.put(payload, parsed)
+                    if self.on_received is not None:
+                        self.on_received(eid)
         except self.ray.exceptions.RayError as e:
             # The worker died or could not be reached: what did not come back runs again.
             self.lost_chunks += 1
+            self.assigned[w] -= len(set(ids) - back)
+            self.progress.set()
             if isinstance(e, self.ray.exceptions.RayActorError) and epoch == self.epoch[w]:
                 self.epoch[w] += 1
                 self.deaths[w] += 1
