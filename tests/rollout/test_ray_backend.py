@@ -165,3 +165,47 @@ def _same_but_paths(a: Any, b: Any) -> bool:
     if isinstance(a, str) and isinstance(b, str) and ("/local" in a or "/ray" in a):
         return a.replace("/local", "/ray") == b.replace("/local", "/ray")
     return bool(a == b)
+
+
+def test_remote_environments_step_a_group_like_local_ones() -> None:
+    """The environment side of `train grpo --env-backend ray`: the same episodes, in parallel."""
+    from agentharness.rollout.ray_backend import LocalEnvs, RayEnvs
+    from agentharness.store.schema import Timings
+
+    spec = get_task("escape_room")
+    instance = spec.instance(5, "easy")
+    budgets = spec.interaction.budgets
+    local, remote = LocalEnvs(), RayEnvs(RayConfig(workers=2))
+    try:
+        groups = [[envs.open(instance, budgets) for _ in range(3)] for envs in (local, remote)]
+        assert {e.worker for e in groups[1]} == set(remote.workers)  # spread over both
+        experts = [[spec.expert(instance) for _ in range(3)] for _ in range(2)]
+        while not all(e.done for e in groups[0]):
+            for envs, episodes, policies in zip((local, remote), groups, experts, strict=True):
+                turns = []
+                for i, (episode, policy) in enumerate(zip(episodes, policies, strict=True)):
+                    if not episode.done:
+                        # The text a model would write: sample i says nothing on its first turn.
+                        turn = policy.next_turn(list(episode.messages))
+                        text = "thinking" if i == 1 and episode.turns == 0 else _as_text(turn)
+                        turns.append((episode, text))
+                envs.step_all(turns)
+            for a, b in zip(*groups, strict=True):
+                assert (a.done, a.end_reason, a.turns) == (b.done, b.end_reason, b.turns)
+                assert a.messages == b.messages
+        groups[1][2].finish("max_tokens")  # already done: the first end reason stays
+        timings = Timings(started_at=0.0)
+        records = [
+            [envs.record(e, agent="grpo", sample=0, timings=timings) for e in episodes]
+            for envs, episodes in zip((local, remote), groups, strict=True)
+        ]
+        assert [comparable(r) for r in records[0]] == [comparable(r) for r in records[1]]
+        assert any(r.reward.total > 0 for r in records[1])
+    finally:
+        remote.close()
+
+
+def _as_text(turn: Any) -> str:
+    from agentharness.agents.textformat import as_plain_text
+
+    return as_plain_text(turn).text

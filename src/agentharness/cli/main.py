@@ -218,7 +218,7 @@ def eval_(
     from agentharness.rollout.runner import plan, plan_instances, run
     from agentharness.store.run import RunDir, RunDirError
 
-    ray_config = _ray_config(backend, address, workers)
+    ray_config = ray_options(backend, address, workers)
 
     try:
         if instances is not None:
@@ -406,7 +406,7 @@ def _error_causes(records: list[Any]) -> Counter[str]:
     return causes
 
 
-def _ray_config(backend: str, address: str | None, workers: int) -> Any:
+def ray_options(backend: str, address: str | None, workers: int) -> Any:
     """The Ray settings for ``--backend ray``, None for the local backend; bad flags fail."""
     if backend == "local":
         if address is not None:

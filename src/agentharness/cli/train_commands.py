@@ -58,9 +58,12 @@ def _train(action: Callable[[], T]) -> T:
     from agentharness.agents.base import AgentError
     from agentharness.core.registry import UnknownTaskError
     from agentharness.core.task import TaskConfigError
+    from agentharness.rollout.ray_backend import RayBackendError  # no ray import until used
 
     try:
         return action()
+    except RayBackendError as e:
+        raise fail(str(e)) from e
     except ModuleNotFoundError as e:
         raise fail(f"{e}; {TRAIN_HINT}") from e
     except (ValueError, TypeError, KeyError, FloatingPointError, AgentError) as e:
@@ -160,9 +163,19 @@ def grpo_command(
     save_steps: SaveStepsOpt = None,
     resume: ResumeOpt = False,
     progress: ProgressOpt = True,
+    env_backend: Annotated[
+        str, typer.Option(help="where episodes and their tools run: local or ray (Ray workers)")
+    ] = "local",
+    address: Annotated[
+        str | None, typer.Option(help="ray: join this cluster; default starts a local Ray")
+    ] = None,
+    workers: Annotated[int, typer.Option(help="ray: environment worker processes", min=1)] = 2,
 ) -> None:
     """Play episodes with the model, score them with the tasks' rewards, update with GRPO."""
+    from agentharness.cli.main import ray_options
     from agentharness.train.grpo import train_grpo
+
+    ray_envs = ray_options(env_backend, address, workers)
 
     task_list = [t.strip() for t in (tasks or "").split(",") if t.strip()]
     if not task_list and data is None and instances is None:
@@ -213,6 +226,7 @@ def grpo_command(
             save_steps=save_steps,
             resume=resume,
             progress=progress,
+            ray_envs=ray_envs,
         )
     )
     console.print(f"saved {final}  (training episodes: bootcamp report {out / 'rollouts'})")

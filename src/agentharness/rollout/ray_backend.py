@@ -29,8 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentharness.agents.base import Agent
+from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
-from agentharness.core.registry import all_tasks, get_task
+from agentharness.core.messages import Message
+from agentharness.core.registry import all_tasks, episode_for, get_task
+from agentharness.core.task import Budgets
 from agentharness.rollout.runner import (
     EpisodeSource,
     GenerationFailed,
@@ -40,7 +43,7 @@ from agentharness.rollout.runner import (
     pending,
 )
 from agentharness.store.run import EncodedRecord, RunDir
-from agentharness.store.schema import EpisodeRecord
+from agentharness.store.schema import EpisodeRecord, Timings
 
 MAX_ATTEMPTS = 3
 
@@ -362,7 +365,7 @@ class _Driver:
         by_id = {episode_id(it, self.agent_name): it for it in todo}
         queue = collections.deque(by_id)
         writer = RunWriter(self.run_dir, self.on_done)
-        inflight: dict[asyncio.Task[None], int] = {}
+        inflight: dict[asyncio.Future[Any], int] = {}
         try:
             while queue or inflight:
                 for w in self.alive():
@@ -379,18 +382,18 @@ class _Driver:
                     )
                 # Wake when a chunk ends or any episode comes back (a worker has room again).
                 self.progress.clear()
-                waiter = asyncio.ensure_future(self.progress.wait())
+                waiter: asyncio.Future[Any] = asyncio.ensure_future(self.progress.wait())
                 done, _ = await asyncio.wait(
                     [*inflight, waiter], return_when=asyncio.FIRST_COMPLETED
                 )
                 waiter.cancel()
-                for task in done:
-                    if task is not waiter:
-                        del inflight[task]
-                        task.result()  # a writer failure (disk, on_done) ends the run
+                for finished in done:
+                    if finished is not waiter:
+                        del inflight[finished]
+                        finished.result()  # a writer failure (disk, on_done) ends the run
         finally:
-            for task in inflight:
-                task.cancel()
+            for pending_chunk in inflight:
+                pending_chunk.cancel()
             await asyncio.gather(*inflight, return_exceptions=True)
             await writer.close()
         return RayRunResult(
@@ -457,3 +460,149 @@ class _Driver:
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return f"{type(e).__name__}: {text.splitlines()[0][:200] if text else ''}"
+
+
+# -- environments stepped on Ray workers (the environment side of `train grpo`) -------------
+class LocalEnvs:
+    """Episodes in this process: what a trainer uses without Ray."""
+
+    def open(self, instance: Instance, budgets: Budgets | None) -> Any:
+        return episode_for(instance, budgets)
+
+    def step_all(self, turns: list[tuple[Any, str]]) -> None:
+        for episode, text in turns:
+            episode.step(text)
+
+    def record(self, episode: Any, *, agent: str, sample: int, timings: Timings) -> EpisodeRecord:
+        return EpisodeRecord.from_episode(episode, agent=agent, sample=sample, timings=timings)
+
+    def close(self) -> None:
+        return None
+
+
+class EnvWorker:
+    """A Ray actor holding episodes; their tools and simulators run in its process."""
+
+    def __init__(self) -> None:
+        all_tasks()
+        self.episodes: dict[int, Episode] = {}
+
+    def open(
+        self, key: int, instance: Instance, budgets: Budgets | None
+    ) -> tuple[list[Message], list[dict[str, Any]]]:
+        episode = episode_for(instance, budgets)
+        self.episodes[key] = episode
+        return episode.messages, episode.tools
+
+    async def step(
+        self, key: int, turn: str
+    ) -> tuple[list[Message], str | None, int]:
+        """The messages the step added (the assistant turn first), end reason and turns."""
+        episode = self.episodes[key]
+        n = len(episode.messages)
+        await episode.astep(turn)
+        return episode.messages[n:], episode.end_reason, episode.turns
+
+    def finish(self, key: int, reason: str) -> None:
+        self.episodes[key].finish(reason)
+
+    def record(self, key: int, agent: str, sample: int, timings: Timings) -> EpisodeRecord:
+        episode = self.episodes.pop(key)
+        return EpisodeRecord.from_episode(episode, agent=agent, sample=sample, timings=timings)
+
+
+class RemoteEpisode:
+    """The client side of an episode held by an :class:`EnvWorker`.
+
+    Mirrors what a trainer reads of an :class:`~agentharness.core.episode.Episode`
+    (``instance``, ``messages``, ``tools``, ``done``, ``end_reason``, ``turns``) and its
+    ``step`` / ``finish``; the conversation is kept in step with the worker's copy.
+    """
+
+    def __init__(
+        self,
+        ray: Any,
+        worker: Any,
+        key: int,
+        instance: Instance,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+    ) -> None:
+        self._ray, self.worker, self.key = ray, worker, key
+        self.instance = instance
+        self.messages = list(messages)
+        self.tools = tools
+        self.end_reason: str | None = None
+        self.turns = 0
+
+    @property
+    def done(self) -> bool:
+        return self.end_reason is not None
+
+    def submit_step(self, turn: str) -> Any:
+        return self.worker.step.remote(self.key, turn)
+
+    def apply(self, result: tuple[list[Message], str | None, int]) -> None:
+        added, self.end_reason, self.turns = result
+        self.messages.extend(added)
+
+    def step(self, turn: str) -> None:
+        self.apply(self._ray.get(self.submit_step(turn)))
+
+    def finish(self, reason: str) -> None:
+        if self.end_reason is None:
+            self.end_reason = reason
+        self._ray.get(self.worker.finish.remote(self.key, reason))
+
+
+class RayEnvs:
+    """Episodes spread over Ray :class:`EnvWorker` actors; a group's steps run in parallel.
+
+    Each new episode goes to the worker holding the fewest, and a turn of every episode
+    of a group is sent at once, so simulator-heavy tools (PyBaMM, ASE) of one group run
+    on several cores or machines while the trainer waits once.
+    """
+
+    def __init__(self, config: RayConfig | None = None) -> None:
+        self.config = config or RayConfig()
+        self._ray = _ray()
+        self._started = init_ray(self.config)
+        actor = self._ray.remote(EnvWorker).options(
+            num_cpus=self.config.cpus_per_worker, scheduling_strategy="SPREAD"
+        )
+        self.workers = [actor.remote() for _ in range(self.config.workers)]
+        self._held = [0] * len(self.workers)
+        self._where: dict[int, int] = {}
+        self._next_key = 0
+
+    def open(self, instance: Instance, budgets: Budgets | None) -> RemoteEpisode:
+        w = min(range(len(self.workers)), key=self._held.__getitem__)
+        key, self._next_key = self._next_key, self._next_key + 1
+        messages, tools = self._get(self.workers[w].open.remote(key, instance, budgets))
+        self._held[w] += 1
+        self._where[key] = w
+        return RemoteEpisode(self._ray, self.workers[w], key, instance, messages, tools)
+
+    def step_all(self, turns: list[tuple[Any, str]]) -> None:
+        refs = [episode.submit_step(text) for episode, text in turns]
+        for (episode, _), result in zip(turns, self._get(refs), strict=True):
+            episode.apply(result)
+
+    def record(self, episode: Any, *, agent: str, sample: int, timings: Timings) -> EpisodeRecord:
+        record: EpisodeRecord = self._get(
+            episode.worker.record.remote(episode.key, agent, sample, timings)
+        )
+        self._held[self._where.pop(episode.key)] -= 1
+        return record
+
+    def _get(self, refs: Any) -> Any:
+        try:
+            return self._ray.get(refs)
+        except self._ray.exceptions.RayError as e:
+            raise RayBackendError(f"an environment worker failed: {_first_line(e)}") from e
+
+    def close(self) -> None:
+        for w in self.workers:
+            self._ray.kill(w, no_restart=True)
+        if self._started:
+            self._ray.shutdown()

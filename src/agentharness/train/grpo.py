@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agentharness.core.instance import Instance
-from agentharness.core.registry import episode_for, get_task
+from agentharness.core.registry import get_task
 from agentharness.core.task import Budgets
 from agentharness.train.chat import ChatTemplateError, encode, plain_chat, read_jsonl, render
 from agentharness.train.model import (
@@ -151,10 +151,14 @@ class EpisodeRoller:
     its own (tests drive it directly).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, opts: GRPOOptions) -> None:
+    def __init__(self, model: Any, tokenizer: Any, opts: GRPOOptions, envs: Any = None) -> None:
+        from agentharness.rollout.ray_backend import LocalEnvs
+
         self.model = model
         self.tokenizer = tokenizer
         self.opts = opts
+        # Where episodes live: here (LocalEnvs) or on Ray workers (RayEnvs, --env-backend ray).
+        self.envs = envs if envs is not None else LocalEnvs()
         eos = model.generation_config.eos_token_id
         ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
         if tokenizer.eos_token_id is not None:
@@ -174,7 +178,7 @@ class EpisodeRoller:
         started = time.time()
         rows = []
         for k in range(n):
-            episode = episode_for(instance, self.budgets(instance))
+            episode = self.envs.open(instance, self.budgets(instance))
             rows.append(
                 _Row(
                     episode=episode,
@@ -221,12 +225,14 @@ class EpisodeRoller:
                     rows[k].pending = [token]
             if writing:
                 logits = batch.feed(rows)
+        texts = {k: self.tokenizer.decode(new, skip_special_tokens=True) for k, new in sampled.items()}
+        # Every episode's turn at once: remote environments step them in parallel.
+        self.envs.step_all([(rows[k].episode, texts[k]) for k in sampled])
         for k, new in sampled.items():
             row = rows[k]
             row.completion += new
             row.env_mask += [1] * len(new)
-            text = self.tokenizer.decode(new, skip_special_tokens=True)
-            row.episode.step(text)
+            text = texts[k]
             if row.episode.done:
                 continue
             eos = new[-1] if new[-1] in self.eos_ids else None
@@ -267,16 +273,16 @@ class EpisodeRoller:
     def _rollout(
         self, instance: Instance, prompt_ids: list[int], row: _Row, started: float
     ) -> Rollout:
-        from agentharness.store.schema import EpisodeRecord, Timings
+        from agentharness.store.schema import Timings
 
         episode = row.episode
-        reward = episode.reward()
-        record = EpisodeRecord.from_episode(
+        record = self.envs.record(
             episode,
             agent="grpo",
             sample=0,
             timings=Timings(started_at=started, wall_s=time.time() - started),
         )
+        reward = record.reward
         return Rollout(
             prompt_ids=list(prompt_ids),
             completion_ids=row.completion,
@@ -489,6 +495,7 @@ def train_grpo(
     instances: list[Instance] | None = None,
     data: Path | None = None,
     options: GRPOOptions | None = None,
+    ray_envs: Any = None,
     **overrides: Any,
 ) -> Path:
     """GRPO-train ``model`` (default: the bundled SmolLM2) by playing episodes of ``tasks``.
@@ -499,8 +506,11 @@ def train_grpo(
     given), ``instances``, or ``options.n_instances`` fresh instances per task. The loop
     calls it as ``train_grpo(data=..., out=..., model=..., max_steps=...)``. Each optimizer step plays
     ``prompts_per_step`` groups of ``num_generations`` episodes. ``max_steps`` defaults to
-    one pass over the problems. Writes ``OUT/final``, ``OUT/rollouts`` (a run directory of
-    every training episode) and ``OUT/train_summary.json``; returns ``OUT/final``.
+    one pass over the problems. ``ray_envs`` (a
+    :class:`~agentharness.rollout.ray_backend.RayConfig`) holds the episodes on Ray
+    workers, where their tools run, instead of in this process. Writes ``OUT/final``,
+    ``OUT/rollouts`` (a run directory of every training episode) and
+    ``OUT/train_summary.json``; returns ``OUT/final``.
     """
     if out is None:
         raise TypeError("train_grpo needs out (the output directory)")
@@ -574,7 +584,12 @@ def train_grpo(
             **opts.extra,
         },
     )
-    roller = EpisodeRoller(net, tokenizer, opts)
+    envs = None
+    if ray_envs is not None:
+        from agentharness.rollout.ray_backend import RayEnvs
+
+        envs = RayEnvs(ray_envs)
+    roller = EpisodeRoller(net, tokenizer, opts, envs)
     trainer = GRPOTrainer(
         model=net,
         reward_funcs=episode_reward,
@@ -585,7 +600,10 @@ def train_grpo(
         rollout_func=make_rollout_func(roller, by_prompt, log_dir),
     )
     roller.model = trainer.model  # the (possibly peft-wrapped) model being optimized
-    trainer.train(resume_from_checkpoint=checkpoint)
+    try:
+        trainer.train(resume_from_checkpoint=checkpoint)
+    finally:
+        roller.envs.close()
     history = trainer.state.log_history
     losses = finite_losses(history)
     rewards = [float(h["reward"]) for h in history if "reward" in h]
