@@ -167,3 +167,17 @@ def test_instance_equality_ignores_its_typed_views() -> None:
     again = type(instance).model_validate_json(instance.model_dump_json())
     assert instance.public_as(Public).high == instance.public["high"]
     assert instance == again and hash(instance) == hash(again)
+
+
+def test_non_finite_floats_and_batches_round_trip(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    run.create({"command": "test"})
+    plain = _record(seed=1)
+    call = plain.tool_calls[0].model_copy(update={"metrics": {"nan": float("nan"), "inf": 1e400}})
+    odd = _record(seed=2).model_copy(update={"tool_calls": [call], "step_rewards": [float("-inf")]})
+    run.append_encoded([RunDir.encode(plain), RunDir.encode(odd)])  # one flush for both
+    first, second = run.episodes()
+    assert first == plain
+    metrics = second.tool_calls[0].metrics
+    assert metrics["nan"] != metrics["nan"] and metrics["inf"] == float("inf")
+    assert second.step_rewards == [float("-inf")]

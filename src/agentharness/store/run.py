@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from agentharness.core.messages import ImagePart, Message
+from agentharness.core.messages import ImagePart, ImageURL, Message
 from agentharness.store.schema import SCHEMA_VERSION, EpisodeRecord
 
 EPISODES = "episodes.jsonl"
@@ -98,13 +98,20 @@ class RunDir:
         (a Ray worker) while only :meth:`append_encoded` touches the disk.
         """
         images: dict[str, bytes] = {}
-        data = record.model_dump(mode="json", exclude_none=True)
-        data["messages"] = [
-            RunDir._externalize_images(m, raw, images) if isinstance(m.content, list) else raw
-            for m, raw in zip(record.messages, data["messages"], strict=True)
+        messages = [
+            RunDir._externalize_images(m, images) if isinstance(m.content, list) else m
+            for m in record.messages
         ]
-        line = json.dumps(data, separators=(",", ":")) + "\n"
-        return EncodedRecord(record.episode_id, line.encode("utf-8"), images)
+        if images:
+            record = record.model_copy(update={"messages": messages})
+        # pydantic's own JSON is ~30x faster than json.dumps of model_dump, but it writes a
+        # NaN or infinity as null, which would not read back into a float field; a line
+        # with any null takes the json module's way, which writes NaN as before.
+        line = record.model_dump_json(exclude_none=True).encode("utf-8")
+        if b"null" in line:
+            data = record.model_dump(mode="json", exclude_none=True)
+            line = json.dumps(data, separators=(",", ":")).encode("utf-8")
+        return EncodedRecord(record.episode_id, line + b"\n", images)
 
     def append_encoded(self, batch: list[EncodedRecord]) -> None:
         """Append finished episodes with one flush to disk for the whole batch.
@@ -136,24 +143,20 @@ class RunDir:
             self.append_encoded([self.encode(r) for r in records[i : i + 256]])
 
     @staticmethod
-    def _externalize_images(
-        message: Message, d: dict[str, Any], images: dict[str, bytes]
-    ) -> dict[str, Any]:
-        """The message's wire dict ``d`` with inline PNGs replaced by file references.
-
-        The PNGs go into ``images`` by file name.
-        """
+    def _externalize_images(message: Message, images: dict[str, bytes]) -> Message:
+        """``message`` with inline PNGs replaced by file references; the PNGs go to ``images``."""
         if not isinstance(message.content, list):
-            return d
-        parts = []
-        for part, raw in zip(message.content, d["content"], strict=True):
+            return message
+        parts: list[Any] = []
+        for part in message.content:
             png = part.png_bytes() if isinstance(part, ImagePart) else None
-            if png is not None:
+            if png is not None and isinstance(part, ImagePart):
                 name = hashlib.sha256(png).hexdigest()[:32] + ".png"
                 images[name] = png
-                raw = {**raw, "image_url": {"url": f"{FILE_PREFIX}{IMAGES}/{name}"}}
-            parts.append(raw)
-        return {**d, "content": parts}
+                url = ImageURL(url=f"{FILE_PREFIX}{IMAGES}/{name}", detail=part.image_url.detail)
+                part = part.model_copy(update={"image_url": url})
+            parts.append(part)
+        return message.model_copy(update={"content": parts})
 
     def _repair_tail(self) -> None:
         """Cut a truncated last line left by a crash, so appends stay valid JSONL."""
