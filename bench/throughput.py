@@ -10,10 +10,12 @@ not counted), in the same run for
 
 * *lean*: the harness with the ``openai`` agent: build the request, send it, parse the
   reply and its tool calls, step the episode (tools included), write the log;
+  instances are generated before the clock starts (generation is not a per-turn cost);
 * *sdk*: the same harness with the plain openai SDK (``chat.completions.create``) as the
   agent's transport;
 * *raw*: an aiohttp client posting a fixed, pre-encoded request and reading the reply
-  bytes, with no harness at all: the floor any client pays per request.
+  bytes, with no harness at all: the floor a general-purpose client pays per request;
+  and the same through the agent's own minimal HTTP/1.1 client (agents/http11.py).
 
 The CPU ceiling is cores / (CPU per turn): the turns per second the client side could
 sustain if it had every core.
@@ -139,6 +141,26 @@ async def harness_cpu(agent: Any, items: list[WorkItem], concurrency: int) -> tu
     return cpu, turns
 
 
+async def raw_lean_cpu(base_url: str, body: bytes, requests: int, concurrency: int) -> float:
+    """The same as :func:`raw_cpu` through the agent's own minimal HTTP/1.1 client."""
+    from agentharness.agents.http11 import Http11Pool
+
+    pools = [Http11Pool(base_url + "/chat/completions", {"Content-Type": "application/json"})
+             for _ in range(concurrency)]
+    per = -(-requests // concurrency)
+
+    async def loop(pool: Http11Pool) -> None:
+        for _ in range(per):
+            await pool.post(body, 60.0)
+
+    c0 = time.process_time()
+    await asyncio.gather(*(loop(p) for p in pools))
+    cpu = (time.process_time() - c0) / (per * concurrency)
+    for p in pools:
+        await p.close()
+    return cpu
+
+
 async def raw_cpu(base_url: str, body: bytes, requests: int, concurrency: int) -> float:
     import aiohttp
 
@@ -170,7 +192,7 @@ def cpu_mode(args: argparse.Namespace) -> None:
         asyncio.run(harness_cpu(OpenAIAgent("scripted", base_url=base_url, concurrency=args.concurrency),
                                 items[:16], args.concurrency))
         asyncio.run(harness_cpu(SDKAgent(base_url, args.concurrency), items[:16], args.concurrency))
-        lean, sdk, raw = [], [], []
+        lean, sdk, raw, raw_lean = [], [], [], []
         turns = 0
         for _ in range(args.repeats):  # interleaved, so drifting load hits all three alike
             agent = OpenAIAgent("scripted", base_url=base_url, concurrency=args.concurrency)
@@ -179,11 +201,14 @@ def cpu_mode(args: argparse.Namespace) -> None:
             cpu, turns_sdk = asyncio.run(harness_cpu(SDKAgent(base_url, args.concurrency), items, args.concurrency))
             sdk.append(cpu / turns_sdk)
             raw.append(asyncio.run(raw_cpu(base_url, body, turns, args.concurrency)))
+            raw_lean.append(asyncio.run(raw_lean_cpu(base_url, body, turns, args.concurrency)))
     finally:
         server.terminate()
         server.wait()
     cores = os.cpu_count() or 1
-    lean_ms, sdk_ms, raw_ms = (statistics.median(x) * 1e3 for x in (lean, sdk, raw))
+    lean_ms, sdk_ms, raw_ms, raw_lean_ms = (
+        statistics.median(x) * 1e3 for x in (lean, sdk, raw, raw_lean)
+    )
     print(f"task={TASK} easy, {args.episodes} episodes x {turns // args.episodes} turns, "
           f"concurrency {args.concurrency}, medians of {args.repeats} interleaved runs")
     print("| client | CPU ms / turn (median) | runs (ms) | vs lean | ceiling turns/s on "
@@ -191,7 +216,8 @@ def cpu_mode(args: argparse.Namespace) -> None:
     print("|---|---|---|---|---|")
     for name, value, xs in (("lean (harness, openai agent)", lean_ms, lean),
                             ("sdk (harness, openai SDK)", sdk_ms, sdk),
-                            ("raw aiohttp, fixed body, no harness", raw_ms, raw)):
+                            ("raw aiohttp, fixed body, no harness", raw_ms, raw),
+                            ("raw agents/http11.py, fixed body, no harness", raw_lean_ms, raw_lean)):
         runs = ", ".join(f"{x * 1e3:.3f}" for x in xs)
         print(f"| {name} | {value:.3f} | {runs} | {value / lean_ms:.2f}x | {cores / value * 1e3:.0f} |")
 

@@ -6,11 +6,13 @@ retried with exponential backoff and jitter; after ``max_retries`` the turn fail
 answers fail at once. A semaphore bounds the number of requests in flight across all
 episodes.
 
-The request path is lean on purpose (bench/client_cpu.py): one aiohttp session per event
-loop, request bodies assembled from per-message JSON encoded once per episode with orjson
-(a conversation grows by appending, so each turn encodes only its new messages), and the
-reply read straight into a :class:`Message`. The openai SDK spent ~2 ms of CPU per request
-in its HTTP stack and models, which capped one process at a few hundred turns per second.
+The request path is lean on purpose (``bench/throughput.py cpu``): request bodies are
+assembled from per-message JSON encoded once per episode with orjson (a conversation grows
+by appending, so each turn encodes only its new messages), sent by a minimal HTTP/1.1
+client to plain-http servers (agents/http11.py; aiohttp for TLS and proxies), and the
+reply is read straight into a :class:`Message`. The openai SDK spent ~4 ms of CPU per
+request in its HTTP stack and models, which capped one process at a few hundred turns
+per second.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import orjson
 
 from agentharness.agents.base import AgentError, AgentTurn
+from agentharness.agents.http11 import Http11Pool
 from agentharness.agents.textformat import with_tools_in_prompt
 from agentharness.core.episode import Usage
 from agentharness.core.instance import Instance
@@ -48,6 +51,7 @@ class OpenAIAgent:
         request_timeout_s: float = 120.0,
         tool_format: str = "native",
         sampling: dict[str, Any] | None = None,
+        lean_http: bool = True,
     ) -> None:
         if tool_format not in ("native", "text"):
             raise ValueError(f"tool_format must be 'native' or 'text', got {tool_format!r}")
@@ -78,59 +82,46 @@ class OpenAIAgent:
         # Request bodies are assembled from pre-encoded fragments (see _BodyEncoder).
         self._head = b'{"model":' + orjson.dumps(model) + b',"messages":['
         self._tail = b"".join(b"," + orjson.dumps(k) + b":" + orjson.dumps(v) for k, v in sampling.items()) + b"}"
-        self._session: aiohttp.ClientSession | None = None
-        self._session_loop: asyncio.AbstractEventLoop | None = None
+        # Plain http:// without a proxy (a local vLLM or SGLang) takes the minimal client.
+        self.lean_http = lean_http
+        self._transport: _Transport | None = None
+        self._transport_loop: asyncio.AbstractEventLoop | None = None
         self._semaphore = asyncio.Semaphore(self.concurrency)
-        self._proxy: tuple[str | None, aiohttp.BasicAuth | None] = (None, None)
         self._rng = random.Random(0)
 
     def policy(self, instance: Instance, sample: int = 0) -> _OpenAIPolicy:
         return _OpenAIPolicy(self)
 
     async def aclose(self) -> None:
-        session, self._session, self._session_loop = self._session, None, None
-        if session is not None and not session.closed:
-            await session.close()
+        transport, self._transport, self._transport_loop = self._transport, None, None
+        if transport is not None:
+            await transport.close()
 
-    def _session_here(self) -> aiohttp.ClientSession:
-        """The session of the running event loop (an agent may outlive one ``asyncio.run``)."""
+    def _transport_here(self) -> _Transport:
+        """The transport of the running event loop (an agent may outlive one ``asyncio.run``)."""
         loop = asyncio.get_running_loop()
-        if self._session is None or self._session_loop is not loop or self._session.closed:
-            # Connections are pooled per host with no per-request scan; the semaphore, not the
-            # pool, bounds requests in flight. Proxies come from the environment, as with the
-            # SDK, but are looked up once rather than per request.
-            self._proxy = _env_proxy(self.url)
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.concurrency, limit_per_host=0),
-                timeout=aiohttp.ClientTimeout(total=self.request_timeout_s),
-                headers=self.headers,
-                trust_env=False,
-                skip_auto_headers=("User-Agent",),
-            )
-            self._session_loop = loop
+        if self._transport is None or self._transport_loop is not loop:
+            proxy = _env_proxy(self.url)
+            if self.lean_http and self.url.startswith("http://") and proxy[0] is None:
+                self._transport = _LeanTransport(self)
+            else:
+                self._transport = _AiohttpTransport(self, proxy)
+            self._transport_loop = loop
             self._semaphore = asyncio.Semaphore(self.concurrency)
-        return self._session
+        return self._transport
 
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]], encoder: _BodyEncoder | None = None
     ) -> AgentTurn:
         body = (encoder or _BodyEncoder(self)).body(messages, tools)
-        session = self._session_here()
+        transport = self._transport_here()
         usage = Usage(requests=0)
         last_error = ""
         for attempt in range(self.max_retries + 1):
             try:
                 async with self._semaphore:
                     usage.requests += 1
-                    async with session.post(
-                        self.url,
-                        data=body,
-                        proxy=self._proxy[0],
-                        proxy_auth=self._proxy[1],
-                        allow_redirects=False,
-                    ) as response:
-                        raw = await response.read()
-                        status = response.status
+                    status, raw = await transport.post(body)
                 if status >= 300:
                     error = _status_error(status, raw)
                     if status in RETRY_STATUSES or status >= 500:
@@ -161,6 +152,57 @@ class OpenAIAgent:
 
 class _Transient(Exception):
     """A failed attempt worth retrying."""
+
+
+class _Transport(Protocol):
+    async def post(self, body: bytes) -> tuple[int, bytes]: ...
+
+    async def close(self) -> None: ...
+
+
+class _LeanTransport:
+    """Plain http:// without a proxy: the minimal client (agents/http11.py)."""
+
+    def __init__(self, agent: OpenAIAgent) -> None:
+        self.pool = Http11Pool(agent.url, agent.headers)
+        self.timeout_s = agent.request_timeout_s
+
+    async def post(self, body: bytes) -> tuple[int, bytes]:
+        return await self.pool.post(body, self.timeout_s)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+
+class _AiohttpTransport:
+    """TLS, proxies: aiohttp, with one session per event loop."""
+
+    def __init__(self, agent: OpenAIAgent, proxy: tuple[str | None, aiohttp.BasicAuth | None]) -> None:
+        self.url = agent.url
+        self.proxy = proxy
+        # Connections are pooled per host with no per-request scan; the agent's semaphore,
+        # not the pool, bounds requests in flight.
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=agent.concurrency, limit_per_host=0),
+            timeout=aiohttp.ClientTimeout(total=agent.request_timeout_s),
+            headers=agent.headers,
+            trust_env=False,
+            skip_auto_headers=("User-Agent",),
+        )
+
+    async def post(self, body: bytes) -> tuple[int, bytes]:
+        async with self.session.post(
+            self.url,
+            data=body,
+            proxy=self.proxy[0],
+            proxy_auth=self.proxy[1],
+            allow_redirects=False,
+        ) as response:
+            return response.status, await response.read()
+
+    async def close(self) -> None:
+        if not self.session.closed:
+            await self.session.close()
 
 
 class _BodyEncoder:
