@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agentharness import get_task
-from agentharness.agents.scripted import NoisyAgent
+from agentharness.agents import make_agent
 from agentharness.rollout.runner import plan, run
 from agentharness.store import EpisodeRecord, RunDir
 from agentharness.testing.openai_server import ScriptedOpenAIServer, cycle_tools_policy
@@ -48,7 +48,7 @@ def test_same_episodes_as_the_single_process_runner_and_resume(tmp_path: Path) -
     items = plan([get_task("escape_room"), get_task("tsp_vision")], n=4, k=2, difficulty="easy")
     local = RunDir(tmp_path / "local")
     local.create({})
-    asyncio.run(run(items, NoisyAgent(0.3), local, concurrency=4))
+    asyncio.run(run(items, make_agent("noisy:0.3"), local, concurrency=4))
 
     spread = RunDir(tmp_path / "ray")
     spread.create({})
