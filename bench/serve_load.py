@@ -5,7 +5,7 @@ C concurrent clients, each with its own keep-alive connection (as separate train
 would), loop for ``--seconds``: open an ``escape_room`` easy episode, step it ``--steps``
 times with a native ``look`` call (the tool runs: a real step), close it. A session is one
 open-step-close cycle. Memory per session: the growth of the worker processes' RSS with
-``--hold`` episodes open, divided by that number.
+``--hold`` episodes open (measured first, on fresh processes), divided by that number.
 
 The load generator runs in this process, on the same 2 cores as the server, so it takes
 CPU the server could use; its CPU share is printed.
@@ -85,14 +85,23 @@ def rss(pool: WorkerPool) -> int:
     return sum(psutil.Process(p.pid).memory_info().rss for p in pool.processes)
 
 
-async def hold(base: str, n: int) -> list[str]:
+async def hold(base: str, n: int, seed: int = 0) -> list[str]:
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as http:
         async def one(i: int) -> str:
-            body = orjson.dumps({"task": "escape_room", "difficulty": "easy", "seed": i})
+            body = orjson.dumps({"task": "escape_room", "difficulty": "easy", "seed": seed + i})
             async with http.post(f"{base}/episodes", data=body, headers=HEADERS) as r:
                 return str(orjson.loads(await r.read())["episode_id"])
 
         return list(await asyncio.gather(*(one(i) for i in range(n))))
+
+
+async def close_all(base: str, ids: list[str]) -> None:
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as http:
+        async def one(eid: str) -> None:
+            async with http.delete(f"{base}/episodes/{eid}") as r:
+                await r.read()
+
+        await asyncio.gather(*(one(e) for e in ids))
 
 
 def main() -> None:
@@ -111,17 +120,20 @@ def main() -> None:
         with WorkerPool("127.0.0.1", 0, workers, max_sessions=4 * max([*args.clients, args.hold]),
                         ttl_s=600, log_level="error") as pool:
             pids = [p.pid for p in pool.processes]
+            # Memory first, on fresh processes (freed memory is kept by the allocator, so
+            # RSS after a load run would hide new sessions): one session to warm the code
+            # paths, then --hold more.
+            asyncio.run(hold(pool.base_url, 2 * workers, seed=10**6))
+            before = rss(pool)
+            held = asyncio.run(hold(pool.base_url, args.hold))
+            per_session = (rss(pool) - before) / len(held)
+            asyncio.run(close_all(pool.base_url, held))
             asyncio.run(load(pool.base_url, 16, args.steps, 2.0, pids))  # warm-up
             for clients in args.clients:
                 result = asyncio.run(load(pool.base_url, clients, args.steps, args.seconds, pids))
                 rows.append({"workers": workers, "clients": clients, **result})
+                rows[-1]["KiB/session"] = per_session / 1024
                 print(rows[-1], flush=True)
-            before = rss(pool)
-            asyncio.run(hold(pool.base_url, args.hold))
-            per_session = (rss(pool) - before) / args.hold
-            for row in rows:
-                if row["workers"] == workers:
-                    row["KiB/session"] = per_session / 1024
     print(f"\nescape_room easy, {args.steps} steps per session, {args.seconds:g} s per row")
     print(f"load average at the end: {psutil.getloadavg()[0]:.1f} on {psutil.cpu_count()} cores")
     print("| processes | clients | sessions/s | steps/s | 429s | server CPU (cores) "
