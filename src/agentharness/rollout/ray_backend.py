@@ -282,7 +282,10 @@ async def run_ray(
         try:
             infos = list(await asyncio.gather(*(w.info.remote() for w in workers)))
         except ray.exceptions.RayError as e:
-            raise RayBackendError(f"the Ray workers did not start: {_first_line(e)}") from e
+            raise RayBackendError(
+                f"the Ray workers did not start ({_last_line(e)}); on a cluster, every node needs "
+                "this agentharness and its tasks installed"
+            ) from e
         names = {i["agent"] for i in infos}
         if len(names) != 1:
             raise RayBackendError(f"workers built different agents: {sorted(names)}")
@@ -455,6 +458,12 @@ class _Driver:
                 else:
                     self.requeued += 1
                     queue.append(eid)
+
+
+def _last_line(e: BaseException) -> str:
+    """The root cause at the end of a Ray error's traceback text."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return lines[-1][:300] if lines else type(e).__name__
 
 
 def _first_line(e: BaseException) -> str:
