@@ -86,6 +86,7 @@ class OpenAIAgent:
         self.lean_http = lean_http
         self._transport: _Transport | None = None
         self._transport_loop: asyncio.AbstractEventLoop | None = None
+        self._keeper: asyncio.Task[None] | None = None
         self._semaphore = asyncio.Semaphore(self.concurrency)
         self._rng = random.Random(0)
 
@@ -94,6 +95,9 @@ class OpenAIAgent:
 
     async def aclose(self) -> None:
         transport, self._transport, self._transport_loop = self._transport, None, None
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.cancel()
         if transport is not None:
             await transport.close()
 
@@ -108,6 +112,11 @@ class OpenAIAgent:
                 self._transport = _AiohttpTransport(self, proxy)
             self._transport_loop = loop
             self._semaphore = asyncio.Semaphore(self.concurrency)
+            # asyncio.run cancels the tasks still pending when its coroutine returns, so
+            # this one closes the connections while their loop still runs, for callers
+            # that never call aclose (an unclosed socket warns when it is collected, often
+            # in the middle of someone else's code).
+            self._keeper = loop.create_task(_close_at_loop_end(self._transport))
         return self._transport
 
     async def complete(
@@ -152,6 +161,13 @@ class OpenAIAgent:
 
 class _Transient(Exception):
     """A failed attempt worth retrying."""
+
+
+async def _close_at_loop_end(transport: _Transport) -> None:
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await transport.close()
 
 
 class _Transport(Protocol):

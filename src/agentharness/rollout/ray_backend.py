@@ -46,6 +46,8 @@ from agentharness.store.run import EncodedRecord, RunDir
 from agentharness.store.schema import EpisodeRecord, Timings
 
 MAX_ATTEMPTS = 3
+# How long a lost worker may take to come back (Ray restarts it; it reloads every task).
+PROBE_TIMEOUT_S = 300.0
 
 
 class RayBackendError(RuntimeError):
@@ -351,9 +353,13 @@ class _Driver:
         self.assigned = [0] * len(workers)
         self.progress = asyncio.Event()
         self.max_failures = max_failures
-        # A worker's deaths, counted once per death however many chunks it took down.
+        # A worker's deaths, counted once per death however many chunks it took down. A lost
+        # worker gets no work until a probe sees it back (restarted), so episodes do not
+        # bounce off a worker that is still down and use up their attempts.
         self.deaths = [0] * len(workers)
         self.epoch = [0] * len(workers)
+        self.healthy = [True] * len(workers)
+        self.probes: dict[int, asyncio.Future[None]] = {}
         self.written: set[str] = set()
         self.attempts: collections.Counter[str] = collections.Counter()
         self.failed: list[str] = []
@@ -361,7 +367,34 @@ class _Driver:
         self.lost_chunks = 0
 
     def alive(self) -> list[int]:
-        return [i for i, n in enumerate(self.deaths) if n < self.max_failures]
+        return [
+            i for i, n in enumerate(self.deaths) if n < self.max_failures and self.healthy[i]
+        ]
+
+    def _lost(self, w: int, epoch: int) -> None:
+        """Worker ``w`` died or went away while running a chunk sent in ``epoch``."""
+        if epoch != self.epoch[w]:
+            return  # this death was already counted by another of its chunks
+        self.epoch[w] += 1
+        self.deaths[w] += 1
+        self.healthy[w] = False
+        if self.deaths[w] < self.max_failures and w not in self.probes:
+            self.probes[w] = asyncio.ensure_future(self._probe(w))
+
+    async def _probe(self, w: int) -> None:
+        """Wait for Ray to bring the worker back before it gets more work."""
+        try:
+            while self.deaths[w] < self.max_failures:
+                try:
+                    await asyncio.wait_for(_resolve(self.workers[w].info.remote()), PROBE_TIMEOUT_S)
+                except (self.ray.exceptions.RayError, asyncio.TimeoutError):
+                    self.deaths[w] += 1
+                else:
+                    self.healthy[w] = True
+                    return
+        finally:
+            self.probes.pop(w, None)
+            self.progress.set()
 
     async def run(self, items: list[WorkItem]) -> RayRunResult:
         todo = pending(items, self.agent_name, self.run_dir)
@@ -378,7 +411,7 @@ class _Driver:
                         self.assigned[w] += n
                         task = asyncio.ensure_future(self._chunk(w, ids, by_id, writer, queue))
                         inflight[task] = w
-                if not inflight:
+                if not inflight and not self.probes:
                     raise RayBackendError(
                         f"every Ray worker died ({len(queue)} episodes not run; the finished ones "
                         "are saved: re-run the same command to resume)"
@@ -395,9 +428,9 @@ class _Driver:
                         del inflight[finished]
                         finished.result()  # a writer failure (disk, on_done) ends the run
         finally:
-            for pending_chunk in inflight:
+            for pending_chunk in [*inflight, *self.probes.values()]:
                 pending_chunk.cancel()
-            await asyncio.gather(*inflight, return_exceptions=True)
+            await asyncio.gather(*inflight, *self.probes.values(), return_exceptions=True)
             await writer.close()
         return RayRunResult(
             ran=len(self.written),
@@ -444,9 +477,8 @@ class _Driver:
             self.lost_chunks += 1
             self.assigned[w] -= len(set(ids) - back)
             self.progress.set()
-            if isinstance(e, self.ray.exceptions.RayActorError) and epoch == self.epoch[w]:
-                self.epoch[w] += 1
-                self.deaths[w] += 1
+            if isinstance(e, self.ray.exceptions.RayActorError):
+                self._lost(w, epoch)
             for eid in ids:
                 if eid in back or eid in self.written:
                     continue
