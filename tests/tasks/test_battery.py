@@ -14,6 +14,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, ToolOutcome, assistant, tool_message
 from agentharness.core.registry import episode_for, get_task
 from agentharness.core.task import TaskConfigError
+from agentharness.imitability import imitability_check, unsourced_numbers
 from agentharness.tasks.battery import simulator as sim
 from agentharness.tasks.battery.config import BatteryConfig
 from agentharness.tasks.battery.expert import BatteryExpert
@@ -444,31 +445,139 @@ def test_reward_re_simulates_rather_than_trusting_the_record() -> None:
 
 
 # ---- expert ------------------------------------------------------------------------------------
+def _sims(ep: Episode) -> list[dict[str, Any]]:
+    return [c.data for c in ep.tool_calls if c.name == "simulate_cell" and not c.is_error]
+
+
 @pytest.mark.parametrize("difficulty", DIFFS)
-def test_expert_solves_within_budget(difficulty: str) -> None:
-    inst = SPEC.instance(3, difficulty)
+def test_expert_solves_by_its_own_search(difficulty: str) -> None:
+    for seed in range(3):
+        inst = SPEC.instance(seed, difficulty)
+        ep = run_expert(inst)
+        r = ep.reward()
+        assert ep.end_reason == "answered" and r.success and r.total >= SPEC.solved_threshold
+        assert all(not c.is_error for c in ep.tool_calls)
+        assert ep.turns <= SPEC.interaction.budgets.max_turns
+        assert world(ep).simulations <= 20
+        # It submits a design it simulated and saw feasible (there is no hidden fallback).
+        submitted = ep.world.final_answer
+        assert submitted is not None
+        seen = [
+            d["design"]
+            for d in _sims(ep)
+            if d["feasible"]
+            and d["design"]["thickness_um"] == submitted["thickness_um"]
+            and d["design"]["porosity"] == submitted["porosity"]
+        ]
+        assert seen
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_expert_is_imitable(difficulty: str) -> None:
+    # Every number in every expert action was visible before it was sent: the reference
+    # cell of the prompt, calculate and solve_linear results, midpoints of visible values.
+    for seed in range(3):
+        ep = run_expert(SPEC.instance(seed, difficulty))
+        assert list(unsourced_numbers(ep.messages, ep.tools)) == []
+
+
+def test_imitability_check_passes() -> None:
+    assert SPEC.imitable
+    report = imitability_check(SPEC, seeds=1)
+    assert report.actions >= 6 and not report.flagged, report.summary()
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_expert_reads_nothing_hidden(difficulty: str) -> None:
+    # With the hidden data removed the expert plays exactly the same game (the reward
+    # re-simulates from the public data alone).
+    inst = SPEC.instance(1, difficulty)
+    blind = inst.model_copy(update={"hidden": {}})
+    ep, ref = run_expert(blind), run_expert(inst)
+    assert [(c.name, c.arguments) for c in ep.tool_calls] == [
+        (c.name, c.arguments) for c in ref.tool_calls
+    ]
+    assert ep.reward().success
+
+
+def test_expert_starts_at_the_reference_cell_and_computes_in_the_open() -> None:
+    inst = SPEC.instance(8, "hard")  # a problem that needs the parabola over porosity
     ep = run_expert(inst)
-    assert ep.end_reason == "answered"
-    assert ep.reward().total >= SPEC.solved_threshold
-    assert ep.turns <= SPEC.interaction.budgets.max_turns // 4
-    # The bisection itself found the submitted design (not the hidden-design fallback).
-    sims = [c.data for c in ep.tool_calls if c.name == "simulate_cell"]
-    assert sims and sims[-1]["feasible"]
-    submitted = ep.world.final_answer
-    assert submitted is not None and submitted["thickness_um"] == sims[-1]["design"]["thickness_um"]
+    assert ep.reward().success
+    first = ep.tool_calls[0]
+    assert first.name == "simulate_cell"
+    assert (first.arguments["thickness_um"], first.arguments["porosity"]) == (75.6, 0.335)
+    names = [c.name for c in ep.tool_calls]
+    assert "calculate" in names and "solve_linear" in names
+    # The parabola through three (porosity, specific energy) points: rows [p^2, p, 1].
+    fit = next(c for c in ep.tool_calls if c.name == "solve_linear")
+    for row in fit.arguments["a"]:
+        assert row[0] == pytest.approx(row[1] ** 2) and row[2] == 1.0
+    # Every simulated thickness after the first came from a calculate result or is the
+    # midpoint of two thicknesses seen before.
+    results = [c.data["value"] for c in ep.tool_calls if c.name == "calculate"]
+    seen: list[float] = [30.0, 150.0]
+    for c in ep.tool_calls:
+        if c.name != "simulate_cell":
+            continue
+        t = c.arguments["thickness_um"]
+        assert (
+            c is first or t in results or any(abs(2 * t - a - b) < 1e-6 for a in seen for b in seen)
+        ), t
+        seen.append(c.data["design"]["thickness_um"])
 
 
-def test_expert_ignores_foreign_failures_and_takes_foreign_successes() -> None:
-    ep = _episode("medium", 2)
-    expert = BatteryExpert(ep.instance)
-    # A foreign infeasible probe does not disturb the bisection.
+def test_expert_compares_the_cooling_systems_on_hard() -> None:
+    inst = SPEC.instance(9, "hard")
+    pub = public(inst)
+    ep = run_expert(inst)
+    assert ep.reward().success
+    tried = {d["design"]["heat_transfer_coefficient_w_m2k"] for d in _sims(ep)}
+    on_offer = {pub.heat_transfer_w_m2k, *(pub.cooling_options_w_m2k or ())}
+    assert len(tried) >= 3 and tried <= on_offer
+
+
+def test_computation_tools_are_offered_and_cost_no_simulation() -> None:
+    assert {"calculate", "solve_linear"} <= set(BatteryWorld.tool_specs())
+    ep = _episode("easy", 0)
+    msg = step_call(ep, "calculate", {"expression": "floor(10 * 75.6 * 1.05) / 10"})
+    assert data(msg) == {"value": 79.3}
+    msg = step_call(ep, "solve_linear", {"a": [[1.0, 1.0], [1.0, -1.0]], "b": [3.0, 1.0]}, "c2")
+    assert data(msg)["x"] == pytest.approx([2.0, 1.0])
+    assert world(ep).simulations == 0 and not ep.done
+    text = "\n".join(m.text for m in SPEC.generator.prompt(ep.instance))
+    assert "calculate(expression)" in text and "solve_linear(a, b)" in text
+
+
+def test_budgets_leave_room_for_a_search_in_the_open() -> None:
+    budgets = SPEC.interaction.budgets
+    assert budgets.max_turns == 60 and budgets.max_tool_calls == 80
+
+
+def test_expert_ignores_foreign_calls_and_takes_foreign_successes() -> None:
+    inst = SPEC.instance(2, "medium")
+    ep = episode_for(inst)
+    expert = BatteryExpert(inst)
+    # Foreign calls (an infeasible probe, a computation) do not disturb the search: it
+    # starts from the reference cell as it would have.
     step_call(ep, "simulate_cell", {"thickness_um": 35, "porosity": 0.55}, "rnd_1")
+    step_call(ep, "calculate", {"expression": "1 + 1"}, "rnd_2")
     turn = expert.next_turn(ep.messages)
     assert turn.tool_calls and turn.tool_calls[0].function.name == "simulate_cell"
-    args = json.loads(turn.tool_calls[0].function.arguments)
-    assert args["porosity"] == hidden(ep.instance).solution.porosity
+    assert json.loads(turn.tool_calls[0].function.arguments) == {
+        "thickness_um": 75.6,
+        "porosity": 0.335,
+    }
+    ep.step(turn)
+    step_call(ep, "simulate_cell", {"thickness_um": 60, "porosity": 0.4}, "rnd_3")
+    while not ep.done:
+        ep.step(expert.next_turn(ep.messages))
+    assert ep.reward().success
+    assert list(unsourced_numbers(ep.messages, ep.tools)) == []
     # A foreign feasible report is submitted straight away.
-    feasible_report = data(step_call(ep, "simulate_cell", _solution_args(ep.instance), "rnd_2"))
+    ep = episode_for(inst)
+    expert = BatteryExpert(inst)
+    feasible_report = data(step_call(ep, "simulate_cell", _solution_args(inst), "rnd_4"))
     assert feasible_report["feasible"]
     turn = expert.next_turn(ep.messages)
     assert turn.tool_calls and turn.tool_calls[0].function.name == "submit_design"
@@ -476,6 +585,21 @@ def test_expert_ignores_foreign_failures_and_takes_foreign_successes() -> None:
     msgs = [*ep.messages, assistant(tool_calls=[ToolCall.make("x", "simulate_cell", "{}")])]
     msgs.append(tool_message("x", "simulate_cell", "Error: bad", ToolOutcome(is_error=True)))
     assert expert.next_turn(msgs).tool_calls
+
+
+def test_expert_submits_its_best_design_when_the_budget_runs_low() -> None:
+    # With only 4 simulations the search cannot finish: it submits the design within the
+    # limit with the most specific energy it saw.
+    ep = episode("battery", 4, "easy", max_simulations=4)
+    expert = SPEC.expert(ep.instance)
+    while not ep.done:
+        ep.step(expert.next_turn(ep.messages))
+    assert ep.end_reason == "answered"
+    cool = [d for d in _sims(ep) if d["constraints"]["peak_temperature"]["satisfied"]]
+    best = max(cool, key=lambda d: d["results"]["specific_energy_wh_kg"])
+    assert ep.world.final_answer is not None
+    assert ep.world.final_answer["thickness_um"] == best["design"]["thickness_um"]
+    assert world(ep).simulations <= 4
 
 
 def test_expert_reads_results_as_data_not_text() -> None:
@@ -496,8 +620,8 @@ def test_expert_reads_results_as_data_not_text() -> None:
 
 # ---- reward integrity (issue 10): what lazy answers earn over 30 seeds ----------------------------
 # battery-v1 paid one fixed design 0.55 on medium (14 of 36 seeds solved) and the reference
-# cell 0.31/0.25/0.08. v2 must keep every answer that ignores the instance at or below 0.2
-# mean reward and 5 % success on every difficulty.
+# cell 0.31/0.25/0.08. v2 (and v3, with the same instances and rewards) must keep every
+# answer that ignores the instance at or below 0.2 mean reward and 5 % success.
 N_SEEDS = 30
 LAZY_MEAN, LAZY_SUCCESS = 0.2, 0.05
 FIXED_DESIGNS: list[dict[str, Any]] = [

@@ -88,8 +88,14 @@ Tools:
 - simulate_cell(thickness_um, porosity[, heat_transfer_coefficient]): runs the simulation \
 and reports energy, capacity, mass breakdown, specific energy, peak temperature, and for \
 each constraint its value, target, margin and whether it holds. Simulations are limited.
+- calculate(expression): arithmetic on numbers (+ - * / **, parentheses, sqrt, log, floor, \
+min, max, ...).
+- solve_linear(a, b): the x with a @ x = b (least squares when there is no exact solution), \
+e.g. the coefficients of a parabola through three points.
 - submit_design(thickness_um, porosity[, heat_transfer_coefficient]): your final answer; \
 it ends the episode. The submitted design is re-simulated for grading.
+calculate and solve_linear only compute with the numbers you give them; they know nothing \
+about the cell and do not count as simulations.
 
 Grading: the submitted design is re-simulated. A design hotter than the limit scores 0. \
 Within the limit: full credit when the specific energy also meets the target; a design \

@@ -13,10 +13,12 @@ class BatteryInteraction(Interaction[BatteryWorld]):
     """Nudges with the state of the search: the best design so far and what to do next."""
 
     def __init__(self) -> None:
+        # v3: room for a search computed in the open (a calculate turn before most
+        # simulations); the simulation budget itself is the instance's max_simulations.
         super().__init__(
             Budgets(
-                max_turns=40,
-                max_tool_calls=50,
+                max_turns=60,
+                max_tool_calls=80,
             )
         )
 
@@ -42,6 +44,7 @@ class BatteryInteraction(Interaction[BatteryWorld]):
             f"You did not call a tool. Your best design so far: {d['thickness_um']:g} um, "
             f"porosity {d['porosity']:g}, h {d['heat_transfer_coefficient_w_m2k']:g} W/m²K -> "
             f"{best['feedback']} You have {left} simulations left. Keep refining with "
-            f"`simulate_cell`, or call `submit_design` with {args} to finish; without a "
+            f"`simulate_cell` (calculate helps with the next thickness, e.g. a secant step "
+            f"towards the limit), or call `submit_design` with {args} to finish; without a "
             "submitted design the episode scores zero."
         )

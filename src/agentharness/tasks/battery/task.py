@@ -12,13 +12,14 @@ from agentharness.tasks.battery.tools import BatteryWorld
 
 TASK = TaskSpec(
     name="battery",
-    version=2,
+    version=3,
     modality="text",
     description=(
         "Design a lithium-ion cell: choose the positive-electrode thickness and porosity (and, "
         "when allowed, forced cooling) so that specific energy meets a target and the peak "
         "temperature stays under a limit during a constant-current discharge. Each design is "
-        "simulated with PyBaMM (DFN + lumped thermal, Chen2020) and a documented cell-mass model."
+        "simulated with PyBaMM (DFN + lumped thermal, Chen2020) and a documented cell-mass model; "
+        "a calculator and a linear solver help to compute the search in the open."
     ),
     config_model=BatteryConfig,
     difficulties=DIFFICULTIES,

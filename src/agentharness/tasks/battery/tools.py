@@ -1,7 +1,10 @@
-"""Layer 2: the per-episode cell-design world and its two tools.
+"""Layer 2: the per-episode cell-design world: simulate, submit, and the calculator.
 
-Both tools return their report as data too (``ToolResult.data``, the same dict the text
-of ``simulate_cell`` prints as JSON), so scripted policies read results without parsing.
+``simulate_cell`` and ``submit_design`` act on the cell; both return their report as data
+too (``ToolResult.data``, the same dict the text of ``simulate_cell`` prints as JSON), so
+scripted policies read results without parsing. ``calculate`` and ``solve_linear`` (from
+:class:`~agentharness.core.calculator.CalculatorWorld`) compute on numbers the agent passes
+in: they know nothing of the cell and cost no simulation.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from agentharness.core.calculator import CalculatorWorld
 from agentharness.core.instance import Instance
-from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.core.tools import ToolError, ToolResult, tool
 from agentharness.tasks.battery.problem import Public
 from agentharness.tasks.battery.simulator import (
     END_DEPLETION,
@@ -192,7 +196,7 @@ def slack(v: Verdict) -> float:
     return min(v.energy_margin / max(v.target_wh_kg, 1.0), v.thermal_margin / 10.0)
 
 
-class BatteryWorld(World):
+class BatteryWorld(CalculatorWorld):
     """One episode: counts simulations and remembers the best design seen."""
 
     def __init__(self, instance: Instance) -> None:
