@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
+import re
 from typing import Any
 
 import pytest
@@ -15,7 +15,9 @@ from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 from agentharness.core.registry import episode_for, get_task
 from agentharness.core.task import TaskConfigError
-from agentharness.tasks.finance import generator, simulator
+from agentharness.core.tools import ToolError
+from agentharness.imitability import imitability_check, unsourced_numbers
+from agentharness.tasks.finance import generator, lp, simulator
 from agentharness.tasks.finance.config import FinanceConfig
 from agentharness.tasks.finance.problem import ConditionSpec, Hidden, Public
 from agentharness.tasks.finance.reward import efficiency
@@ -492,6 +494,71 @@ def test_nudges_follow_the_state() -> None:
     assert "meets every condition" in ep.step("ok").messages[-1].text
 
 
+# -- the linear_program tool ------------------------------------------------------------
+
+
+def test_linear_program_solves_named_constraints() -> None:
+    out = lp.solve(
+        "maximize",
+        "x + y",
+        ["x + 2 * y <= 14", "3 * x - y >= 0", "x - y <= 2", "0 <= y", "profit = 3 * x + y / 2"],
+    )
+    assert out["status"] == "optimal"
+    assert out["values"] == {"x": 6.0, "y": 4.0, "profit": 20.0}
+    assert out["objective"] == 10.0
+    # A single "=" is an equation, chains are read pairwise, < and > as <= and >=.
+    out = lp.solve("minimize", "a", ["a = b - 1", "2 < b < 5", "-(a) >= -10"])
+    assert out["values"] == {"a": 1.0, "b": 2.0}
+    # Values come to cents.
+    out = lp.solve("minimize", "0", ["3 * z = 1"])
+    assert out["values"] == {"z": 0.33}
+
+
+@pytest.mark.parametrize(
+    "objective, constraints, needle",
+    [
+        ("0", ["x * y >= 1"], "multiplies two variables"),
+        ("0", ["x / y >= 0.4"], "divides by a variable"),
+        ("0", ["x / 0 >= 1"], "divides by zero"),
+        ("0", ["x >= 1 and y"], "no comparison"),
+        ("0", ["(x >= 1) >= y"], "not a linear expression"),
+        ("0", ["x + 1"], "no comparison"),
+        ("0", ["x >= (1"], "cannot read"),
+        ("0", ["x != 2"], "only =, <=, >="),
+        ("0", ["x ** 2 >= 1"], "not a linear expression"),
+        ("0", ["f(x) >= 1"], "not a linear expression"),
+        ("0", ["x >= 2", "x <= 1"], "infeasible"),
+        ("x", ["x <= 1"], "without limit"),
+        ("x >= 1", ["x <= 1"], "the objective is an expression"),
+        ("0", ["1 >= 0"], "no variable"),
+        ("0", ["x >= " + "1 + " * 200 + "1"], "longer than"),
+    ],
+)
+def test_linear_program_errors_say_what_to_fix(
+    objective: str, constraints: list[str], needle: str
+) -> None:
+    with pytest.raises(ToolError, match=needle):
+        lp.solve("minimize", objective, constraints)
+
+
+def test_linear_program_tool_is_offered_and_is_not_a_check() -> None:
+    assert {"linear_program", "calculate", "solve_linear"} <= set(FinanceWorld.tool_specs())
+    ep = _episode(0, "easy")
+    msg = step_call(
+        ep,
+        "linear_program",
+        {"constraints": ["x + y = 10", "x >= 3", "y >= 2"], "objective": "x", "goal": "maximize"},
+    )
+    assert msg.outcome is not None and not msg.outcome.is_error
+    assert msg.outcome.data["values"] == {"x": 8.0, "y": 2.0}
+    assert json.loads(msg.text) == msg.outcome.data
+    bad = step_call(ep, "linear_program", {"constraints": ["x * x >= 2"]}, "c2")
+    assert bad.outcome is not None and bad.outcome.is_error and "not linear" in bad.text
+    assert _world(ep).checks == 0 and not ep.done
+    text = "\n".join(m.text for m in SPEC.generator.prompt(ep.instance))
+    assert "linear_program(constraints, objective, goal)" in text
+
+
 # -- expert ---------------------------------------------------------------------------
 
 
@@ -500,11 +567,68 @@ def test_expert_solves(difficulty: str) -> None:
     ep = run_agent(ExpertAgent(), _instance(8, difficulty))
     assert ep.end_reason == "answered" and ep.turns == 3
     assert [c.name for c in ep.tool_calls] == [
-        "calculate_metrics",
+        "linear_program",
         "calculate_metrics",
         "submit_forecast",
     ]
     assert ep.reward().success and ep.reward().total == pytest.approx(1.0)
+    # It submits what the program returned and the check approved.
+    values = ep.tool_calls[0].data["values"]
+    submitted = ep.tool_calls[-1].arguments["forecast"]
+    assert submitted == {k: values[k] for k in simulator.ITEMS}
+    assert ep.tool_calls[1].arguments["forecast"] == submitted
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_expert_is_imitable(difficulty: str) -> None:
+    # Every number in every action is a value linear_program returned.
+    for seed in range(3):
+        ep = run_agent(ExpertAgent(), _instance(seed, difficulty))
+        assert list(unsourced_numbers(ep.messages, ep.tools)) == []
+
+
+def test_imitability_check_passes() -> None:
+    assert SPEC.imitable
+    report = imitability_check(SPEC, seeds=2)
+    assert report.actions == 2 * 3 * 2 and not report.flagged, report.summary()
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_expert_program_uses_only_numbers_the_prompt_prints(difficulty: str) -> None:
+    # The numbers inside the constraint strings (which the imitability check cannot see)
+    # are copied from the prompt, or are the margins the expert states.
+    from agentharness.tasks.finance import expert as expert_mod
+
+    for seed in range(3):
+        inst = _instance(seed, difficulty)
+        prompt = "\n".join(m.text for m in SPEC.generator.prompt(inst))
+        printed = {float(x) for x in _NUMBER.findall(prompt)}
+        stated = {
+            expert_mod.CONDITION_MARGIN,
+            expert_mod.RATE_MARGIN,
+            0.01,  # the least target size a condition's margin is taken of
+            1.0,  # denominators at least 1
+            2.0,  # average debt = (...) / 2
+        }
+        program = expert_mod.constraints(public(inst))
+        for text in program:
+            for x in _NUMBER.findall(text):
+                assert float(x) in printed | stated, (seed, text, x)
+        assert len(program) == len(set(program))
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_expert_reads_nothing_hidden(difficulty: str) -> None:
+    inst = _instance(4, difficulty)
+    blind = inst.model_copy(update={"hidden": {}})
+    ep, ref = run_agent(ExpertAgent(), blind), run_agent(ExpertAgent(), inst)
+    assert [(c.name, c.arguments) for c in ep.tool_calls] == [
+        (c.name, c.arguments) for c in ref.tool_calls
+    ]
+    assert ep.reward().success
 
 
 def test_expert_reads_results_as_data_not_text() -> None:
@@ -519,7 +643,7 @@ def test_expert_reads_results_as_data_not_text() -> None:
         ep.step(expert.next_turn(blank))
     assert ep.reward().success
     assert [c.name for c in ep.tool_calls] == [
-        "calculate_metrics",
+        "linear_program",
         "calculate_metrics",
         "submit_forecast",
     ]
@@ -532,16 +656,70 @@ def test_expert_survives_noise() -> None:
         assert ep.reward().success
 
 
-def test_expert_falls_back_to_the_hidden_solution(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_expert_retries_with_wider_margins(monkeypatch: pytest.MonkeyPatch) -> None:
     from agentharness.tasks.finance import expert as expert_mod
 
-    monkeypatch.setattr(expert_mod, "solve_forecast_lp", lambda *a, **k: None)
+    real = expert_mod.constraints
+
+    def first_fails(public: Public, factor: float = 1.0) -> list[str]:
+        # The first program is infeasible (an impossible extra condition); the retry is not.
+        extra = ["revenue >= 10 * revenue + 1", "revenue >= 1"] if factor == 1.0 else []
+        return real(public, factor) + extra
+
+    monkeypatch.setattr(expert_mod, "constraints", first_fails)
     ep = run_agent(ExpertAgent(), _instance(1, "medium"))
+    names = [c.name for c in ep.tool_calls]
+    assert names == ["linear_program", "linear_program", "calculate_metrics", "submit_forecast"]
+    assert ep.tool_calls[0].is_error and "infeasible" in ep.tool_calls[0].result
+    assert "0.01 * " in " ".join(ep.tool_calls[1].arguments["constraints"])  # ten times wider
     assert ep.reward().success
-    submitted = ep.tool_calls[-1].arguments["forecast"]
-    assert math.isclose(
-        submitted["revenue"], round(hidden(_instance(1, "medium")).solution["revenue"], 2)
+
+
+def test_expert_stops_when_no_program_solves(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentharness.tasks.finance import expert as expert_mod
+
+    real = expert_mod.constraints
+    monkeypatch.setattr(
+        expert_mod,
+        "constraints",
+        lambda public, factor=1.0: [*real(public, factor), "revenue >= 10 * revenue + 1"],
     )
+    ep = run_agent(ExpertAgent(), _instance(1, "medium"))
+    assert [c.name for c in ep.tool_calls] == ["linear_program", "linear_program"]
+    assert ep.end_reason == "no_answer" and ep.reward().total == 0.0
+
+
+def test_expert_submits_the_better_check_when_both_miss(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both programs drop the last condition, so both checks miss it: the expert submits the
+    # forecast that scored better.
+    from agentharness.tasks.finance import expert as expert_mod
+
+    inst = _seed_with_credited("medium", 2)
+    real = expert_mod.constraints
+    last = public(inst).conditions[-1].ratio
+
+    def without_last(pub: Public, factor: float = 1.0) -> list[str]:
+        drop = len(pub.conditions) - 1
+        out = real(pub.model_copy(update={"conditions": pub.conditions[:drop]}), factor)
+        return out
+
+    monkeypatch.setattr(expert_mod, "constraints", without_last)
+    ep = run_agent(ExpertAgent(), inst)
+    names = [c.name for c in ep.tool_calls]
+    if names == ["linear_program", "calculate_metrics", "submit_forecast"]:
+        # The last condition happened to hold anyway.
+        assert ep.reward().success
+        return
+    assert names == [
+        "linear_program",
+        "calculate_metrics",
+        "linear_program",
+        "calculate_metrics",
+        "submit_forecast",
+    ], last
+    scores = [ep.tool_calls[i].data["score_if_submitted"] for i in (1, 3)]
+    best = max(range(2), key=lambda i: (scores[i], i))  # on a tie, the wider margins
+    assert ep.tool_calls[-1].arguments == ep.tool_calls[1 + 2 * best].arguments
 
 
 # -- reward integrity (issue 10): naive forecasts over 30 seeds ----------------------------

@@ -317,8 +317,8 @@ class FinanceGenerator:
 SYSTEM_PROMPT = (
     "You are a financial analyst. You build next year's financial statements for a company "
     "so that they are internally consistent, plausible and meet stated performance targets. "
-    "Use the tools: check drafts with `calculate_metrics`, then submit the final forecast with "
-    "`submit_forecast`."
+    "Use the tools: compute with `linear_program` (or `calculate`), check drafts with "
+    "`calculate_metrics`, then submit the final forecast with `submit_forecast`."
 )
 
 
@@ -372,6 +372,15 @@ def render_problem(public: Public) -> str:
         "- calculate_metrics(forecast): checks a complete draft; reports every identity that fails "
         "(with the value it implies), every bound that fails, every ratio, and each condition's "
         "pass/fail and gap. Use it as often as you need.",
+        "- linear_program(constraints, objective, goal): solves a linear program over named "
+        "variables; constraints are linear equations and inequalities written as text (e.g. "
+        "'gross_profit = revenue - cogs', '30000 <= revenue <= 36000', "
+        "'gross_profit >= 0.41 * revenue'), and it returns the values that minimize or maximize "
+        "the objective. Every identity, bound and condition here is linear once a ratio "
+        "condition num / den >= t is written num >= t * den with den > 0. It knows nothing "
+        "about the company, and it is not a check.",
+        "- calculate(expression), solve_linear(a, b): arithmetic and linear systems on numbers "
+        "you give them.",
         "- submit_forecast(forecast): your final answer; ends the episode.",
         "",
         "## Answer format",

@@ -27,9 +27,10 @@ class FinanceInteraction(Interaction[FinanceWorld]):
         if report is None:
             return (
                 "You did not call a tool. Build a complete forecast (a JSON object with all "
-                f"{len(ITEMS)} keys: choose the drivers, derive the rest from the identities) and "
-                "call calculate_metrics(forecast) to see which identities, bounds and conditions "
-                "fail; then call submit_forecast(forecast)."
+                f"{len(ITEMS)} keys: choose the drivers, derive the rest from the identities, or "
+                "write the identities, bounds and conditions as linear constraints and solve them "
+                "with linear_program) and call calculate_metrics(forecast) to see which "
+                "identities, bounds and conditions fail; then call submit_forecast(forecast)."
             )
         if not report.valid:
             broken = [i.item for i, _, _ in report.identity_errors] + [

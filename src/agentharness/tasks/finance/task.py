@@ -12,12 +12,12 @@ from agentharness.tasks.finance.tools import FinanceWorld
 
 TASK = TaskSpec(
     name="finance",
-    version=2,
+    version=3,
     modality="text",
     description=(
         "Forecast next year's income statement, balance sheet and cash flow so that the accounting "
         "identities and plausibility bounds hold and chosen ratios match or beat their best "
-        "historical value."
+        "historical value. A linear-programming tool solves the constraints the agent writes."
     ),
     config_model=FinanceConfig,
     difficulties=DIFFICULTIES,
@@ -28,7 +28,4 @@ TASK = TaskSpec(
     expert=FinanceExpert,
     solved_threshold=0.9,
     tags=("feedback-rich", "accounting", "linear-programming"),
-    # The expert's forecast comes from a linear programme it solves off-screen (and the
-    # generator's hidden solution as a fallback): those numbers are not in the conversation.
-    imitable=False,
 )

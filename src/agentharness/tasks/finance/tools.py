@@ -1,17 +1,23 @@
-"""Layer 2: the forecasting world and its tools.
+"""Layer 2: the forecasting world: check, submit, and the computation tools.
 
-Both tools return their verdict as data too (``ToolResult.data``: :func:`report_data`),
-so scripted policies read results without parsing the text.
+``calculate_metrics`` and ``submit_forecast`` judge a forecast; both return their verdict
+as data too (``ToolResult.data``: :func:`report_data`), so scripted policies read results
+without parsing the text. ``linear_program`` (:mod:`.lp`), ``calculate`` and
+``solve_linear`` (from :class:`~agentharness.core.calculator.CalculatorWorld`) compute on
+what the agent writes: they know nothing of the company and are not checks.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import json
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from agentharness.core.calculator import CalculatorWorld
 from agentharness.core.instance import Instance
-from agentharness.core.tools import ToolError, ToolResult, World, tool
+from agentharness.core.tools import ToolError, ToolResult, tool
+from agentharness.tasks.finance import lp
 from agentharness.tasks.finance.problem import Public
 from agentharness.tasks.finance.simulator import (
     ITEMS,
@@ -22,6 +28,8 @@ from agentharness.tasks.finance.simulator import (
 )
 
 Forecast = Annotated[dict[str, float], Field(min_length=1, max_length=2 * len(ITEMS))]
+Expression = Annotated[str, Field(min_length=1, max_length=lp.MAX_EXPRESSION_CHARS)]
+Constraints = Annotated[list[Expression], Field(min_length=1, max_length=lp.MAX_CONSTRAINTS)]
 
 
 def _g(v: float) -> str:
@@ -130,7 +138,7 @@ def report_data(report: Report, check_no: int | None, notes: list[str]) -> dict[
     }
 
 
-class FinanceWorld(World):
+class FinanceWorld(CalculatorWorld):
     """One forecasting episode: the company's history and the agent's checks so far."""
 
     def __init__(self, instance: Instance) -> None:
@@ -165,6 +173,29 @@ class FinanceWorld(World):
             text=format_report(self.public, report, self.checks, notes),
             data=report_data(report, self.checks, notes),
         )
+
+    @tool
+    def linear_program(
+        self,
+        constraints: Constraints,
+        objective: Expression = "0",
+        goal: Literal["minimize", "maximize"] = "minimize",
+    ) -> ToolResult:
+        """Solve a linear program over named variables: values satisfying every constraint that
+        make the objective as small (or large) as possible.
+
+        Args:
+            constraints: linear equations and inequalities as text, one per entry, e.g.
+                "gross_profit = revenue - cogs", "30000 <= revenue <= 36000",
+                "gross_profit >= 0.41 * revenue". Variables are any names and are otherwise
+                free; each side must be linear (numbers, names, + -, a number times an
+                expression, division by a number).
+            objective: the linear expression to optimise, e.g. "net_income" ("0" for any
+                values that satisfy the constraints).
+            goal: "minimize" or "maximize" the objective.
+        """
+        result = lp.solve(goal, objective, list(constraints))
+        return ToolResult(text=json.dumps(result), data=result)
 
     @tool(final=True)
     def submit_forecast(self, forecast: Forecast) -> ToolResult:
