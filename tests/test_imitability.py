@@ -73,3 +73,17 @@ def test_the_check_passes_an_imitable_expert_and_names_a_privileged_one(
 def test_vision_tasks_are_not_checked() -> None:
     vision = dataclasses.replace(GUESS, modality="vision")
     assert imitability_check(vision).skipped is not None
+
+
+def test_numbers_inside_text_arguments_are_checked_too() -> None:
+    messages = [
+        user("Targets 41.25 and 60.5. The 1st digit of the code is 4, the 2nd is 7."),
+        _act("a", expression="(41.25 - 38.5) / 0.27"),
+        _act("b", code="47", other="(41.25 + 60.5) / 2"),
+        _act("c", code="4721"),
+    ]
+    assert _flagged(messages) == [
+        ("expression", 38.5),
+        ("expression", 0.27),
+        ("code", 4721.0),
+    ]

@@ -14,11 +14,13 @@ not make it visible). A number is *sourced* when
   ``a * b``, ``a / b``, or a midpoint ``(a + b) / 2``, to within 1 for integers) — the
   arithmetic a policy can do in its head, or
 * it is a small integer (|n| <= 10: counts and indices); small integers also count as
-  visible operands (halving, doubling, one more).
+  visible operands (halving, doubling, one more), or
+* it is a digit string (a code) whose every digit was written in the conversation.
 
-Anything else a task needs computed (a linear solve, an optimisation) should come from
-a tool the expert calls visibly. Vision tasks are not checked (values may be read off
-the image), nor are strings.
+Numbers written inside text arguments (a ``calculate`` expression, a constraint) are
+checked like the others. Anything else a task needs computed (a linear solve, an
+optimisation) should come from a tool the expert calls visibly. Vision tasks are not
+checked (values may be read off the image).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ from agentharness.core.task import TaskSpec
 from agentharness.rollout.runner import run_one
 
 SMALL_INTEGER = 10
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.(\d+))?(?:[eE][-+]?\d+)?")
+# A number as written; not the digit of an ordinal ("1st", "2nd", "3rd", "4th").
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.(\d+))?(?:[eE][-+]?\d+)?(?!st\b|nd\b|rd\b|th\b)")
 
 
 @dataclass(frozen=True)
@@ -90,11 +93,16 @@ def _numbers_in_text(text: str) -> Iterator[tuple[float, int]]:
             yield value, len(m.group(1) or "")
 
 
-def _numbers_in_args(value: Any, path: str = "") -> Iterator[tuple[str, float]]:
+def _numbers_in_args(value: Any, path: str = "") -> Iterator[tuple[str, float | str]]:
+    """Every number in tool arguments: JSON numbers as floats, numbers in text as written."""
     if isinstance(value, bool) or value is None:
         return
     if isinstance(value, int | float):
         yield path or "(value)", float(value)
+    elif isinstance(value, str):
+        # numbers written into text arguments (an expression, a constraint, a code) count too
+        for m in _NUMBER.finditer(value):
+            yield path or "(value)", m.group(0)
     elif isinstance(value, dict):
         for k, v in value.items():
             yield from _numbers_in_args(v, f"{path}.{k}" if path else str(k))
@@ -109,6 +117,7 @@ class _Visible:
     def __init__(self, tools: list[dict[str, Any]]) -> None:
         self.printed: dict[int, set[float]] = {}  # decimals -> values at that precision
         self.exact: list[float] = []  # sorted
+        self.written: set[float] = set()  # numbers that appeared in text, as written
         self.add(json.dumps(tools))
         for n in range(1, SMALL_INTEGER + 1):  # halving, doubling, off by one
             self.add_value(float(n), 0)
@@ -116,6 +125,7 @@ class _Visible:
     def add(self, text: str) -> None:
         for value, decimals in _numbers_in_text(text):
             self.add_value(value, decimals)
+            self.written.add(value)
 
     def add_value(self, value: float, decimals: int = 12) -> None:
         self.printed.setdefault(decimals, set()).add(round(value, decimals))
@@ -126,7 +136,14 @@ class _Visible:
         i = bisect.bisect_left(self.exact, target - tol)
         return i < len(self.exact) and self.exact[i] <= target + tol
 
-    def sources(self, x: float) -> bool:
+    def sources(self, number: float | str) -> bool:
+        if isinstance(number, str):
+            # A code written from digits that were each stated ("the 1st digit is 1")
+            # is in the conversation too.
+            if number.isdigit() and all(float(d) in self.written for d in number):
+                return True
+            number = float(number)
+        x = number
         if x.is_integer() and abs(x) <= SMALL_INTEGER:
             return True
         if any(round(x, d) in seen for d, seen in self.printed.items()):
@@ -154,10 +171,10 @@ def unsourced_numbers(
         turn += 1
         acted: list[float] = []
         for call in parse_turn(message, call_id_prefix=f"call_{turn}").calls:
-            for path, x in _numbers_in_args(call.arguments):
-                if not visible.sources(x):
-                    yield turn, call.name, path, x
-                acted.append(x)
+            for path, number in _numbers_in_args(call.arguments):
+                if not visible.sources(number):
+                    yield turn, call.name, path, float(number)
+                acted.append(float(number))
         for x in acted:  # what it sent is in the conversation from now on
             visible.add_value(x)
 

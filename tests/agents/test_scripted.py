@@ -46,3 +46,11 @@ def test_perturb_moves_every_value() -> None:
     assert moved["n"] != 7 and moved["x"] != 2.0 and moved["zero"] != 0
     assert sorted(moved["order"]) == ["A", "B", "C"] and moved["order"] != ["A", "B", "C"]
     assert moved["code"] != "1234"
+
+
+def test_noisy_random_turns_never_answer() -> None:
+    # All noise, no spoil: random calls fill every turn but never call the answer tool.
+    inst = GUESS.instance(3, "easy")
+    ep, _ = asyncio.run(run_one(inst, NoisyAgent(1.0).policy(inst)))
+    assert ep.tool_calls and all(c.name != "answer" for c in ep.tool_calls)
+    assert ep.end_reason != "answered"

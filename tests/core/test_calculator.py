@@ -25,6 +25,7 @@ def _world() -> CalculatorWorld:
         ("atan2(1, 1) * 4", math.pi),
         ("max(1, 7, 3) % 4 + round(2.6) + floor(-0.5)", 5.0),
         ("hypot(3, 4) * e / e", 5.0),
+        ("round(2.71828, 2)", 2.72),
     ],
 )
 def test_arithmetic(expression: str, value: float) -> None:

@@ -68,8 +68,12 @@ class _RandomPolicy:
         return AgentTurn(random_tool_turn(self.rng, tools, self.n))
 
 
-def random_tool_turn(rng: random.Random, tools: list[dict[str, Any]], n: int) -> Message:
-    fn = rng.choice(tools)["function"]
+def random_tool_turn(
+    rng: random.Random, tools: list[dict[str, Any]], n: int, avoid: frozenset[str] = frozenset()
+) -> Message:
+    """A call of a random tool (not one named in ``avoid``) with schema-sampled arguments."""
+    choices = [t for t in tools if t["function"]["name"] not in avoid] or tools
+    fn = rng.choice(choices)["function"]
     args = sample_from_schema(rng, fn.get("parameters", {}))
     return assistant(
         tool_calls=[ToolCall.make(f"rnd_{n}_{rng.randrange(10**6)}", fn["name"], args)]
@@ -175,7 +179,9 @@ class _NoisyPolicy:
         if self.give_up_at is not None and self.n >= self.give_up_at:
             return AgentTurn(assistant("I am stuck and will stop here."))
         if self.rng.random() < self.rate:
-            return AgentTurn(random_tool_turn(self.rng, tools, self.n))
+            # Random calls never answer: a failed answer is what ``spoil`` is for.
+            avoid = frozenset({self.final_tool} if self.final_tool else ())
+            return AgentTurn(random_tool_turn(self.rng, tools, self.n, avoid))
         turn = self.expert.next_turn(messages)
         if self.spoiled and turn.tool_calls:
             calls = [

@@ -96,7 +96,9 @@ def _eval(node: ast.AST) -> float:
         and node.func.id in _FUNCTIONS
         and not node.keywords
     ):
-        args = [_eval(a) for a in node.args]
+        args: list[float | int] = [_eval(a) for a in node.args]
+        if node.func.id == "round" and len(args) == 2 and float(args[1]).is_integer():
+            args[1] = int(args[1])  # round(x, 2): the digits are a count
         try:
             return float(_FUNCTIONS[node.func.id](*args))
         except (TypeError, ValueError, OverflowError) as e:
