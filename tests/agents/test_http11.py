@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentharness import get_task
+from agentharness.agents import http11
 from agentharness.agents.http11 import BadResponse, Http11Pool, _parse
 from agentharness.agents.openai_agent import OpenAIAgent
 from agentharness.rollout.runner import plan, run
@@ -35,6 +36,17 @@ def test_parser_reads_lengths_chunks_interim_answers_and_close() -> None:
     for bad in (b"SSH-2.0-OpenSSH\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"):
         with pytest.raises(BadResponse):
             _parse(bytearray(bad), eof=False)
+
+
+def test_parser_refuses_a_body_too_long_before_reading_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http11, "MAX_BODY", 10)
+    for head in (
+        b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nabcdef\r\n6\r\n",
+        b"HTTP/1.0 200 OK\r\n\r\n" + b"x" * 11,
+    ):
+        with pytest.raises(BadResponse, match=r"too long|longer than"):
+            _parse(bytearray(head), eof=False)
 
 
 def test_pool_survives_a_server_that_closes_after_each_answer() -> None:

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import re
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from agentharness import get_task
 from agentharness.agents.base import AgentError
-from agentharness.agents.openai_agent import OpenAIAgent
+from agentharness.agents.openai_agent import OpenAIAgent, _read_reply
+from agentharness.core.episode import Usage
+from agentharness.core.messages import user
 from agentharness.rollout.runner import plan, run, run_one
 from agentharness.store import RunDir
 from agentharness.testing.openai_server import Faults, ScriptedOpenAIServer, cycle_tools_policy
@@ -111,3 +115,99 @@ def test_text_tool_format_puts_tools_in_the_prompt() -> None:
         first = server.requests[0]
     assert "tools" not in first
     assert "<tools>" in first["messages"][0]["content"]
+
+
+# -- malformed replies, on both transports (the lean HTTP/1.1 client and aiohttp) ----------
+MALFORMED = {
+    "malformed_json": "not JSON",
+    "html": "not JSON",
+    "missing_message": "has no",
+    "truncate": "mid-response|ClientPayloadError|ContentLengthError|closed",
+}
+
+
+@pytest.mark.parametrize("lean_http", [True, False])
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_malformed_replies_are_retried_and_their_usage_kept(kind: str, lean_http: bool) -> None:
+    faults = Faults(**{f"{kind}_rate": 1.0}, seed=1)  # type: ignore[arg-type]
+    with ScriptedOpenAIServer(faults=faults) as server:
+        agent = OpenAIAgent(
+            "scripted",
+            base_url=server.base_url,
+            max_retries=2,
+            backoff_s=0.001,
+            lean_http=lean_http,
+        )
+        with pytest.raises(AgentError, match="gave up after 3 attempts") as info:
+            asyncio.run(agent.complete([user("hi")], []))
+        served = sum(server.stats.values())
+    assert re.search(MALFORMED[kind], str(info.value)), str(info.value)
+    usage = info.value.usage
+    assert usage is not None and usage.requests == served == 3 and usage.retries == 2
+    if kind == "missing_message":  # the server billed those turns: the tokens are kept
+        assert usage.prompt_tokens > 0 and usage.completion_tokens > 0
+
+
+@pytest.mark.parametrize("lean_http", [True, False])
+def test_every_fault_kind_at_once_loses_no_episode(tmp_path: Path, lean_http: bool) -> None:
+    faults = Faults.every_kind(0.5, stall_s=1.0, slow_s=0.01, seed=7)
+    items = plan([get_task("escape_room")], n=16, difficulty="easy")
+    run_dir = RunDir(tmp_path)
+    run_dir.create({})
+    with ScriptedOpenAIServer(policy=cycle_tools_policy(turns=3), faults=faults) as server:
+        agent = OpenAIAgent(
+            "scripted",
+            base_url=server.base_url,
+            max_retries=8,
+            backoff_s=0.001,
+            request_timeout_s=0.3,
+            lean_http=lean_http,
+        )
+        result = asyncio.run(run(items, agent, run_dir, concurrency=8))
+        stats = dict(server.stats)
+    records = list(run_dir.episodes())
+    assert result.ran == len(records) == 16 == len({r.episode_id for r in records})
+    assert all(v > 0 for v in stats.values()), stats
+    assert all(r.end_reason != "agent_error" for r in records), [r.error for r in records]
+    assert sum(r.usage.retries for r in records) > 0
+    assert sum(r.usage.requests for r in records) == sum(stats.values())
+
+
+@pytest.mark.parametrize("lean_http", [True, False])
+def test_a_reply_with_a_malformed_base64_image_keeps_its_text_and_notes_the_drop(
+    tmp_path: Path, lean_http: bool
+) -> None:
+    items = plan([get_task("guess")], n=2, difficulty="easy")
+    run_dir = RunDir(tmp_path)
+    run_dir.create({})
+    with ScriptedOpenAIServer(
+        policy=cycle_tools_policy(turns=2, text_every=1), faults=Faults(bad_image_rate=1.0)
+    ) as server:
+        agent = OpenAIAgent("scripted", base_url=server.base_url, lean_http=lean_http)
+        asyncio.run(run(items, agent, run_dir))
+    for r in run_dir.episodes():
+        first = next(m for m in r.messages if m.role == "assistant")
+        assert "<tool_call>" in first.text and r.tool_calls, "the text of the reply was used"
+        assert "1 of them with malformed base64 data" in first.text
+        assert r.end_reason != "agent_error" and r.usage.retries == 0
+
+
+def test_odd_but_readable_replies_do_not_fail_the_turn() -> None:
+    replies = [
+        {
+            "choices": [
+                {"message": {"content": [{"type": "text", "text": 7}, "x"], "tool_calls": 3}}
+            ],
+            "usage": {"prompt_tokens": "many", "completion_tokens": None},
+        },
+        {"choices": [{"message": {"content": 12, "reasoning": "hm"}}], "usage": [1]},
+    ]
+    for body in replies:
+        usage = Usage()
+        message = _read_reply(orjson.dumps(body), usage)
+        assert message.role == "assistant" and message.tool_calls is None
+        assert usage.prompt_tokens == usage.completion_tokens == 0
+    with pytest.raises(Exception, match="answered 200 with an error: overloaded"):
+        _read_reply(b'{"error": {"message": "overloaded"}}', Usage())
+    with pytest.raises(Exception, match="not a JSON object"):
+        _read_reply(b"[1, 2]", Usage())

@@ -20,6 +20,9 @@ from urllib.parse import urlsplit
 
 # Most bytes of headers accepted before the body starts (a server that sends more is broken).
 MAX_HEAD = 64 * 1024
+# Most bytes of body accepted: a chat completion is far smaller; more is a broken server,
+# refused before it fills the memory.
+MAX_BODY = 64 * 1024 * 1024
 
 
 class BadResponse(OSError):
@@ -124,6 +127,8 @@ def _parse(buf: bytearray, eof: bool) -> tuple[int, bytes, bool, int] | None:
             if not value.isdigit():
                 raise BadResponse(f"bad Content-Length {value[:40]!r}")
             length = int(value)
+            if length > MAX_BODY:
+                raise BadResponse(f"the response body is too long ({length} bytes)")
         elif name == b"transfer-encoding":
             chunked = b"chunked" in value.lower()
         elif name == b"connection":
@@ -138,6 +143,8 @@ def _parse(buf: bytearray, eof: bool) -> tuple[int, bytes, bool, int] | None:
     if status in (204, 304):
         return status, b"", keep, body_start
     if not eof:  # the body runs to the end of the connection
+        if len(buf) - body_start > MAX_BODY:
+            raise BadResponse(f"the response body is longer than {MAX_BODY} bytes")
         return None
     return status, bytes(buf[body_start:]), False, len(buf)
 
@@ -156,6 +163,8 @@ def _parse_chunked(
         except ValueError as e:
             raise BadResponse(f"bad chunk size {size_text[:20]!r}") from e
         pos = line_end + 2
+        if len(body) + size > MAX_BODY:
+            raise BadResponse(f"the response body is longer than {MAX_BODY} bytes")
         if size == 0:
             trailer_end = buf.find(b"\r\n", pos)  # trailers end with an empty line
             while trailer_end >= 0 and trailer_end != pos:

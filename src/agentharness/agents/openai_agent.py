@@ -18,6 +18,8 @@ per second.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import os
 import random
 from typing import Any, Protocol
@@ -137,7 +139,7 @@ class OpenAIAgent:
                         raise _Transient(error)
                     # A client error will not go away by retrying.
                     raise AgentError(f"{self.base_url} rejected the request: {error}", usage)
-                message, tokens = _read_reply(raw)
+                message = _read_reply(raw, usage)
                 break
             except _Transient as e:
                 last_error = str(e)
@@ -154,8 +156,6 @@ class OpenAIAgent:
                 f"{self.base_url}: gave up after {self.max_retries + 1} attempts; last error: {last_error}",
                 usage,
             )
-        if tokens is not None:
-            usage.prompt_tokens, usage.completion_tokens = tokens
         return AgentTurn(message=message, usage=usage)
 
 
@@ -277,20 +277,38 @@ class _OpenAIPolicy:
         return await self.agent.complete(messages, tools, self.encoder)
 
 
-def _read_reply(raw: bytes) -> tuple[Message, tuple[int, int] | None]:
-    """The assistant message and (prompt, completion) tokens of a chat-completions reply."""
+def _read_reply(raw: bytes, usage: Usage) -> Message:
+    """The assistant message of a chat-completions reply; its tokens are added to ``usage``.
+
+    A body that is not a usable reply (not JSON, an HTML page, no ``choices`` or no
+    ``message``) raises :class:`_Transient`, so it is retried like a 5xx; whatever tokens it
+    reports are counted all the same. Image parts in the reply are dropped (an assistant
+    turn goes back to the server as text), with a note in the turn's text saying so.
+    """
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
-        raise _Transient(f"the server's reply is not JSON ({e}): {raw[:120]!r}") from e
-    try:
-        choice = data["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError):
-        choice = None
-    if not isinstance(choice, dict):
-        raise _Transient("the server returned no choices")
+        raise _Transient(f"the server's reply is not JSON ({e}): {_snippet(raw)}") from e
+    if not isinstance(data, dict):
+        raise _Transient(f"the server's reply is not a JSON object: {_snippet(raw)}")
+    tokens = _tokens(data.get("usage"))
+    if tokens is not None:
+        usage.prompt_tokens += tokens[0]
+        usage.completion_tokens += tokens[1]
+    choices = data.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        error = data.get("error")
+        if isinstance(error, dict):
+            error = error.get("message")
+        if error:
+            raise _Transient(f"the server answered 200 with an error: {str(error)[:200]}")
+        what = "no message in its first choice" if choice is not None else "no choices"
+        raise _Transient(f"the server's reply has {what}: {_snippet(raw)}")
     calls = []
-    for i, tc in enumerate(choice.get("tool_calls") or []):
+    raw_calls = message.get("tool_calls")
+    for i, tc in enumerate(raw_calls if isinstance(raw_calls, list) else []):
         fn = tc.get("function") if isinstance(tc, dict) else None
         if not isinstance(fn, dict):
             continue
@@ -303,25 +321,79 @@ def _read_reply(raw: bytes) -> tuple[Message, tuple[int, int] | None]:
                 function=FunctionCall(name=str(fn.get("name") or ""), arguments=args),
             )
         )
-    content = choice.get("content")
+    content = message.get("content")
     if isinstance(content, list):  # content parts: keep the text
-        content = "".join(p.get("text") or "" for p in content if isinstance(p, dict))
+        content = _text_of_parts(content)
     elif content is not None and not isinstance(content, str):
         content = str(content)
-    reasoning = choice.get("reasoning_content")
+    reasoning = message.get("reasoning_content")
     if not isinstance(reasoning, str):
-        reasoning = choice.get("reasoning")  # newer vLLM
-    message = Message(
+        reasoning = message.get("reasoning")  # newer vLLM
+    return Message(
         role="assistant",
         content=content,
         tool_calls=calls or None,
         reasoning_content=reasoning if isinstance(reasoning, str) else None,
     )
-    usage = data.get("usage")
-    tokens = None
-    if isinstance(usage, dict):
-        tokens = (int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
-    return message, tokens
+
+
+def _text_of_parts(parts: list[Any]) -> str:
+    """The text of a list of content parts, and a note for every image dropped from it."""
+    texts: list[str] = []
+    images = broken = 0
+    for p in parts:
+        if not isinstance(p, dict):
+            continue
+        text = p.get("text")
+        if isinstance(text, str):
+            texts.append(text)
+        elif p.get("type") in ("image_url", "image") or "image_url" in p:
+            images += 1
+            if not _readable_image(p):
+                broken += 1
+    joined = "".join(texts)
+    if images:
+        why = f"{broken} of them with malformed base64 data; " if broken else ""
+        note = f"[{images} image(s) in this reply were dropped ({why}assistant turns keep text)]"
+        joined = f"{joined}\n{note}" if joined else note
+    return joined
+
+
+def _readable_image(part: dict[str, Any]) -> bool:
+    """Whether an image part's inline ``data:`` URL decodes (remote URLs count as readable)."""
+    image = part.get("image_url")
+    url = image.get("url") if isinstance(image, dict) else image
+    if not isinstance(url, str):
+        return False
+    if not url.startswith("data:"):
+        return True
+    head, sep, payload = url.partition(",")
+    if not sep:
+        return False
+    if not head.endswith(";base64"):
+        return True
+    try:
+        base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def _tokens(usage: Any) -> tuple[int, int] | None:
+    """(prompt, completion) tokens of a reply's ``usage``, None when it has none that reads."""
+    if not isinstance(usage, dict):
+        return None
+    try:
+        return max(0, int(usage.get("prompt_tokens") or 0)), max(
+            0, int(usage.get("completion_tokens") or 0)
+        )
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _snippet(raw: bytes) -> str:
+    text = raw[:120].decode("utf-8", "replace")
+    return repr(text) + (f" ... ({len(raw)} bytes)" if len(raw) > 120 else "")
 
 
 def _status_error(status: int, raw: bytes) -> str:

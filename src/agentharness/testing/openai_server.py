@@ -1,9 +1,11 @@
 """A small OpenAI-compatible chat server that answers with a scripted policy.
 
-For tests and benchmarks of the ``openai`` agent over real HTTP with the real SDK:
-it speaks HTTP/1.1 with keep-alive on a raw asyncio socket server, so it can also
-misbehave on purpose — inject latency, answer with 500/429, stall past the client's
-timeout, or drop the connection without a response.
+For tests and benchmarks of the ``openai`` agent over real HTTP: it speaks HTTP/1.1 with
+keep-alive on a raw asyncio socket server, so it can also misbehave on purpose (see
+:class:`Faults`) — inject latency, answer with 500/429, stall past the client's timeout,
+drop the connection with no response or half of one, answer 200 with a body that is not
+a usable reply (truncated or invalid JSON, an HTML page, no message), or put an image
+with malformed base64 data in a reply.
 
     with ScriptedOpenAIServer(policy=cycle_tools_policy()) as server:
         agent = OpenAIAgent("scripted", base_url=server.base_url)
@@ -30,13 +32,32 @@ ServerPolicy = Callable[[dict[str, Any]], dict[str, Any]]
 
 @dataclass
 class Faults:
-    """Fractions of requests that fail, each drawn independently from a seeded RNG."""
+    """Fractions of requests that fail, one draw per request from a seeded RNG.
+
+    The kinds are exclusive (their rates add up to the share of requests that misbehave).
+    """
 
     error_rate: float = 0.0  # HTTP 500 (half of them 429)
     timeout_rate: float = 0.0  # no answer for ``stall_s`` (longer than the client timeout)
     drop_rate: float = 0.0  # close the connection without a response
     stall_s: float = 5.0
     seed: int = 0
+    malformed_json_rate: float = 0.0  # 200 with truncated (half the reply) or invalid JSON
+    html_rate: float = 0.0  # 200 with an HTML error page (a proxy in front of the server)
+    missing_message_rate: float = 0.0  # 200 JSON with usage but no message (or no choices)
+    bad_image_rate: float = 0.0  # a good reply plus an image part whose base64 is malformed
+    truncate_rate: float = 0.0  # the head and half the body, then the connection closes
+    slow_rate: float = 0.0  # a good reply after ``slow_s`` (shorter than the client timeout)
+    slow_s: float = 0.5
+
+    @classmethod
+    def every_kind(
+        cls, rate: float, *, stall_s: float = 5.0, slow_s: float = 0.5, seed: int = 0
+    ) -> Faults:
+        """``rate`` of the requests misbehave, spread evenly over every kind."""
+        kinds = [name for name in cls.__dataclass_fields__ if name.endswith("_rate")]
+        each = rate / len(kinds)
+        return cls(**{k: each for k in kinds}, stall_s=stall_s, slow_s=slow_s, seed=seed)
 
 
 def cycle_tools_policy(
@@ -87,7 +108,18 @@ class ScriptedOpenAIServer:
 
     def __post_init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
-        self.stats = {"ok": 0, "error": 0, "stalled": 0, "dropped": 0}
+        self.stats = {
+            "ok": 0,
+            "error": 0,
+            "stalled": 0,
+            "dropped": 0,
+            "malformed_json": 0,
+            "html": 0,
+            "missing_message": 0,
+            "bad_image": 0,
+            "truncated": 0,
+            "slow": 0,
+        }
         self._rng = random.Random(self.faults.seed)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -202,13 +234,35 @@ class ScriptedOpenAIServer:
                 writer, status, {"error": {"message": "injected failure", "type": "server_error"}}
             )
             return True
+        roll -= f.error_rate
+        fault = None
+        for kind in ("malformed_json", "html", "missing_message", "bad_image", "truncate", "slow"):
+            rate = getattr(f, f"{kind}_rate")
+            if roll < rate:
+                fault = kind
+                break
+            roll -= rate
+        if fault == "slow":
+            self.stats["slow"] += 1
+            await asyncio.sleep(f.slow_s)
         message = self.policy(payload)
-        self.stats["ok"] += 1
         # ~4 bytes a token: cheap, so the server is not what a benchmark measures.
         prompt_tokens = max(1, len(body) // 4)
         completion_tokens = max(1, len(orjson.dumps(message)) // 4)
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        if fault == "bad_image":
+            self.stats["bad_image"] += 1
+            text = message.get("content")
+            parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+            bad = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUg"  # cut: bad padding
+            parts.append({"type": "image_url", "image_url": {"url": bad}})
+            message = {**message, "content": parts}
         response = {
-            "id": f"chatcmpl-{self.stats['ok']}",
+            "id": f"chatcmpl-{sum(self.stats.values()) + 1}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": payload.get("model", "scripted"),
@@ -219,12 +273,36 @@ class ScriptedOpenAIServer:
                     "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
                 }
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": usage,
         }
+        if fault == "missing_message":
+            self.stats["missing_message"] += 1
+            choices = [] if self._rng.random() < 0.5 else [{"index": 0, "finish_reason": "stop"}]
+            await _write_json(writer, 200, {**response, "choices": choices})
+            return True
+        if fault == "malformed_json":
+            self.stats["malformed_json"] += 1
+            data = orjson.dumps(response)
+            raw = data[: len(data) // 2] if self._rng.random() < 0.5 else b"{'choices': [oops]}"
+            await _write_raw(writer, 200, "application/json", raw)
+            return True
+        if fault == "html":
+            self.stats["html"] += 1
+            page = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+            await _write_raw(writer, 200, "text/html", page)
+            return True
+        if fault == "truncate":
+            self.stats["truncated"] += 1
+            data = orjson.dumps(response)
+            head = (
+                f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(data)}\r\nConnection: keep-alive\r\n\r\n"
+            )
+            writer.write(head.encode() + data[: len(data) // 2])
+            await writer.drain()
+            return False  # close mid-body
+        if fault is None:
+            self.stats["ok"] += 1
         await _write_json(writer, 200, response)
         return True
 
@@ -245,12 +323,17 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, bytes] 
 
 
 async def _write_json(writer: asyncio.StreamWriter, status: int, obj: Any) -> None:
-    data = orjson.dumps(obj)
+    await _write_raw(writer, status, "application/json", orjson.dumps(obj))
+
+
+async def _write_raw(
+    writer: asyncio.StreamWriter, status: int, content_type: str, data: bytes
+) -> None:
     reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}.get(
         status, "Error"
     )
     head = (
-        f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
         f"Content-Length: {len(data)}\r\nConnection: keep-alive\r\n\r\n"
     )
     writer.write(head.encode() + data)
