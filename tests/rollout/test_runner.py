@@ -8,9 +8,21 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from agentharness import get_task
+from agentharness.agents.base import AgentTurn
 from agentharness.agents.scripted import ExpertAgent, NoisyAgent
+from agentharness.core.messages import (
+    PNG_DATA_URL_PREFIX,
+    ImagePart,
+    ImageURL,
+    Message,
+    TextPart,
+    assistant,
+)
 from agentharness.rollout.runner import plan, plan_instances, run
 from agentharness.store import RunDir
 from agentharness.testing.openai_server import ScriptedOpenAIServer, cycle_tools_policy
@@ -115,3 +127,97 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path
     ids = [json.loads(line)["episode_id"] for line in after]
     assert len(ids) == total == len(set(ids))
     assert {json.loads(line)["seed"] for line in after} == set(range(total))
+
+
+# -- one bad input never kills a run ------------------------------------------------------
+def test_bad_instances_are_recorded_as_env_error_and_the_run_goes_on(tmp_path: Path) -> None:
+    good = [get_task("guess").instance(seed, "easy") for seed in range(3)]
+    no_public = good[1].model_copy(update={"public": {}, "seed": 10})
+    wrong_type = good[2].model_copy(update={"public": {"high": "many"}, "seed": 11})
+    run_dir = RunDir(tmp_path)
+    run_dir.create({})
+    items = plan_instances([good[0], no_public, good[1], wrong_type, good[2]], k=2)
+    result = asyncio.run(run(items, ExpertAgent(), run_dir, concurrency=3))
+    records = {r.episode_id: r for r in run_dir.episodes()}
+    assert result.ran == len(records) == 10 and not result.failed_to_generate
+    bad = [r for r in records.values() if r.seed in (10, 11)]
+    assert len(bad) == 4
+    for r in bad:
+        assert r.end_reason in ("env_error", "agent_error") and r.turns == 0 and r.error
+        assert r.reward.total == 0.0 and not r.reward.success
+    prompt_failed = [r for r in bad if r.seed == 10]
+    assert all(r.end_reason == "env_error" for r in prompt_failed)
+    assert "cannot be used by guess-v1: KeyError: 'high'" in (prompt_failed[0].error or "")
+    assert all(r.end_reason == "answered" for r in records.values() if r.seed < 10)
+
+
+def test_an_agent_that_cannot_start_or_an_environment_that_fails_mid_episode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = get_task("guess")
+
+    class Picky:
+        name = "picky"
+
+        def policy(self, instance, sample=0):
+            if instance.seed == 1:
+                raise KeyError("secret")
+            return self
+
+        async def act(self, messages, tools):
+            return AgentTurn(assistant("no tool call"))
+
+        async def aclose(self) -> None:
+            return None
+
+    def broken_feedback(*args: Any) -> str:
+        raise ValueError("the interaction read a field the instance lacks")
+
+    monkeypatch.setattr(spec.interaction, "on_no_tool_call", broken_feedback)
+    run_dir = RunDir(tmp_path)
+    run_dir.create({})
+    asyncio.run(run(plan([spec], n=2, difficulty="easy"), Picky(), run_dir))
+    by_seed = {r.seed: r for r in run_dir.episodes()}
+    assert by_seed[1].end_reason == "agent_error" and by_seed[1].turns == 0
+    assert "could not start on this instance: KeyError: 'secret'" in (by_seed[1].error or "")
+    assert by_seed[0].end_reason == "env_error" and by_seed[0].turns == 1
+    assert "ValueError: the interaction read a field" in (by_seed[0].error or "")
+
+
+def test_duplicate_instances_never_give_duplicate_episode_ids(tmp_path: Path) -> None:
+    insts = [get_task("guess").instance(seed, "easy") for seed in (0, 1, 0, 0, 1)]
+    items = plan_instances(insts, k=2)
+    assert len(items) == 4
+    run_dir = RunDir(tmp_path)
+    run_dir.create({})
+    # Items repeated by hand are run once too.
+    result = asyncio.run(run(items + items[:3], ExpertAgent(), run_dir))
+    ids = [r.episode_id for r in run_dir.episodes()]
+    assert result.ran == len(ids) == len(set(ids)) == 4
+
+
+def test_an_unreadable_image_in_a_turn_is_logged_as_a_note(tmp_path: Path) -> None:
+    bad = ImagePart(image_url=ImageURL(url=PNG_DATA_URL_PREFIX + "iVBORw0KGgoAAAANSUhEUg"))
+
+    class Painter:
+        name = "painter"
+
+        def policy(self, instance, sample=0):
+            return self
+
+        async def act(self, messages, tools):
+            return AgentTurn(Message(role="assistant", content=[TextPart(text="look"), bad]))
+
+        async def aclose(self) -> None:
+            return None
+
+    run_dir = RunDir(tmp_path)
+    run_dir.create({})
+    result = asyncio.run(run(plan([get_task("guess")], n=3), Painter(), run_dir))
+    records = list(run_dir.episodes())
+    assert result.ran == len(records) == 3
+    for r in records:
+        assert "replaced by a note" in (r.error or "")
+        parts = [p for m in r.messages if isinstance(m.content, list) for p in m.content]
+        assert not any(isinstance(p, ImagePart) for p in parts)
+        assert any(isinstance(p, TextPart) and "image was dropped" in p.text for p in parts)

@@ -40,6 +40,7 @@ from agentharness.rollout.runner import (
     RunResult,
     RunWriter,
     WorkItem,
+    encode_record,
     pending,
 )
 from agentharness.store.run import EncodedRecord, RunDir
@@ -185,7 +186,7 @@ class RolloutWorker:
                     if isinstance(result, GenerationFailed):
                         ready.put_nowait((ids[id(result.item)], result.message))
                     else:
-                        ready.put_nowait((result.episode_id, RunDir.encode(result)))
+                        ready.put_nowait((result.episode_id, encode_record(result)))
             finally:
                 ready.put_nowait(None)
 

@@ -15,10 +15,14 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentharness.agents.base import Agent, AgentError, Policy
-from agentharness.core.episode import Episode
+from agentharness.core.episode import Episode, Usage
 from agentharness.core.instance import Instance
+from agentharness.core.messages import ImagePart, Message, TextPart
 from agentharness.core.registry import episode_for, get_task
+from agentharness.core.reward import Reward
 from agentharness.core.task import Budgets, TaskSpec
 from agentharness.store.run import EncodedRecord, RunDir
 from agentharness.store.schema import EpisodeRecord, Timings
@@ -82,13 +86,45 @@ def plan(
 
 
 def plan_instances(instances: Iterable[Instance], *, k: int = 1) -> list[WorkItem]:
-    return [WorkItem(sample=j, instance=inst) for inst in instances for j in range(k)]
+    """``k`` samples of each instance; a repeated instance (same id) is planned once."""
+    unique, _ = distinct_instances(instances)
+    return [WorkItem(sample=j, instance=inst) for inst in unique for j in range(k)]
+
+
+def distinct_instances(instances: Iterable[Instance]) -> tuple[list[Instance], int]:
+    """The instances with each id once (the first of its kind), and how many were dropped.
+
+    An episode's id is its instance's id (task, seed, config) with the sample and agent, so
+    two instances with one id would give one run two episodes with one id.
+    """
+    unique: dict[str, Instance] = {}
+    n = 0
+    for inst in instances:
+        unique.setdefault(inst.instance_id, inst)
+        n += 1
+    return list(unique.values()), n - len(unique)
+
+
+def describe_error(e: BaseException) -> str:
+    """``Type: message`` on one line; a pydantic ``ValidationError`` names its first problems."""
+    if isinstance(e, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err.get('loc', ())) or 'value'}: {err.get('msg', '')}"
+            for err in e.errors()[:3]
+        )
+        more = f" (and {e.error_count() - 3} more)" if e.error_count() > 3 else ""
+        return f"ValidationError for {e.title}: {problems}{more}"
+    text = str(e).strip()
+    first = text.splitlines()[0][:300] if text else ""
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__
 
 
 async def drive(episode: Episode, policy: Policy) -> float:
     """Alternate agent and environment until the episode ends; returns agent seconds.
 
-    Agent failures end the episode as ``agent_error`` with the message recorded.
+    Agent failures end the episode as ``agent_error`` with the message recorded; an
+    environment that fails while stepping (a task's interaction or world raising on the
+    instance's data) ends it as ``env_error``.
     """
     agent_s = 0.0
     while not episode.done:
@@ -106,7 +142,11 @@ async def drive(episode: Episode, policy: Policy) -> float:
             break
         finally:
             agent_s += time.perf_counter() - t0
-        await episode.astep(turn.message, turn.usage)
+        try:
+            await episode.astep(turn.message, turn.usage)
+        except Exception as e:  # the run goes on; the episode says what failed
+            episode.finish("env_error", error=f"the environment failed: {describe_error(e)}")
+            break
     return agent_s
 
 
@@ -118,7 +158,12 @@ async def run_one(
     timeout_s: float | None = None,
 ) -> tuple[Episode, Timings]:
     episode = episode_for(instance, budgets)
-    started, t0 = time.time(), time.perf_counter()
+    return episode, await _play(episode, policy, timeout_s, time.time(), time.perf_counter())
+
+
+async def _play(
+    episode: Episode, policy: Policy, timeout_s: float | None, started: float, t0: float
+) -> Timings:
     agent_s = 0.0
     try:
         agent_s = await asyncio.wait_for(drive(episode, policy), timeout_s)
@@ -126,9 +171,99 @@ async def run_one(
         episode.finish("timeout", error=f"episode exceeded {timeout_s:g} s")
     wall = time.perf_counter() - t0
     episode.reward()
-    return episode, Timings(
-        started_at=started, wall_s=wall, agent_s=agent_s, env_s=max(0.0, wall - agent_s)
+    return Timings(started_at=started, wall_s=wall, agent_s=agent_s, env_s=max(0.0, wall - agent_s))
+
+
+class _NoPolicy:
+    async def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> Any:
+        raise AssertionError("an episode that ended before its first turn is never stepped")
+
+
+_NO_POLICY = _NoPolicy()
+
+
+def failed_record(
+    instance: Instance,
+    sample: int,
+    agent: str,
+    end_reason: str,
+    error: str,
+    started: float,
+    t0: float,
+) -> EpisodeRecord:
+    """The record of an episode that could not be played (or kept): no turns, the error."""
+    try:
+        tools = get_task(instance.task).world.tool_schemas()
+    except Exception:
+        tools = []
+    wall = time.perf_counter() - t0
+    return EpisodeRecord(
+        episode_id=EpisodeRecord.make_id(instance, sample, agent),
+        task=instance.task,
+        seed=instance.seed,
+        difficulty=instance.difficulty,
+        sample=sample,
+        agent=agent,
+        instance=instance,
+        messages=[],
+        tools=tools,
+        tool_calls=[],
+        step_rewards=[],
+        reward=Reward.zero(error),
+        end_reason=end_reason,
+        turns=0,
+        usage=Usage(),
+        timings=Timings(started_at=started, wall_s=wall, env_s=wall),
+        error=error,
     )
+
+
+def encode_record(record: EpisodeRecord) -> EncodedRecord:
+    """``RunDir.encode(record)``, made safe: an episode the log cannot take is still logged.
+
+    An image whose inline data is not valid base64 (a model server's broken reply, an
+    agent's bug) is replaced by a text note and the episode's error says so; if the line
+    still cannot be written, the episode is logged without its messages and with the
+    reason. Either way the run goes on and the episode id is recorded once.
+    """
+    try:
+        return RunDir.encode(record)
+    except Exception as e:
+        first = describe_error(e)
+    messages, dropped = _without_bad_images(record.messages)
+    note = f"{dropped} image(s) with unreadable data were replaced by a note ({first})"
+    try:
+        return RunDir.encode(
+            record.model_copy(update={"messages": messages, "error": _join(record.error, note)})
+        )
+    except Exception as e:
+        error = _join(
+            record.error, f"the episode's messages could not be logged ({describe_error(e)})"
+        )
+        bare = record.model_copy(update={"messages": [], "tool_calls": [], "error": error})
+        return RunDir.encode(bare)
+
+
+def _join(error: str | None, note: str) -> str:
+    return f"{error}; {note}" if error else note
+
+
+def _without_bad_images(messages: list[Message]) -> tuple[list[Message], int]:
+    out, dropped = [], 0
+    for m in messages:
+        if isinstance(m.content, list):
+            parts: list[Any] = []
+            for p in m.content:
+                if isinstance(p, ImagePart):
+                    try:
+                        p.png_bytes()
+                    except Exception:
+                        dropped += 1
+                        p = TextPart(text="[an image was dropped: its data is not valid base64]")
+                parts.append(p)
+            m = m.model_copy(update={"content": parts})
+        out.append(m)
+    return out, dropped
 
 
 @dataclass
@@ -139,13 +274,19 @@ class RunResult:
 
 
 def pending(items: list[WorkItem], agent_name: str, run_dir: RunDir) -> list[WorkItem]:
-    """The items whose episode is not in ``run_dir`` yet (what a resumed run still has to do)."""
-    done_ids = run_dir.done_ids()
-    return [
-        it
-        for it in items
-        if EpisodeRecord.make_id(it.materialize_stub(), it.sample, agent_name) not in done_ids
-    ]
+    """The items whose episode is not in ``run_dir`` yet (what a resumed run still has to do).
+
+    Items that would repeat an episode id (the same instance and sample twice) are kept
+    once, so one run never holds two episodes with one id.
+    """
+    seen = set(run_dir.done_ids())
+    todo = []
+    for it in items:
+        eid = EpisodeRecord.make_id(it.materialize_stub(), it.sample, agent_name)
+        if eid not in seen:
+            seen.add(eid)
+            todo.append(it)
+    return todo
 
 
 @dataclass(frozen=True)
@@ -190,19 +331,42 @@ class EpisodeSource:
                 instance = await self._instance_of(item)
             except Exception as e:
                 return GenerationFailed(item, f"{item.instance_id()}: {type(e).__name__}: {e}")
+            return await self._episode(item, instance)
+
+    async def _episode(self, item: WorkItem, instance: Instance) -> EpisodeRecord:
+        """Play one episode; whatever fails is recorded on it, never raised to the run."""
+        started, t0 = time.time(), time.perf_counter()
+        agent = self.agent.name
+        try:
             budgets = None
             if self.budget_overrides:
                 own = get_task(instance.task).interaction.budgets
                 budgets = own.override(**self.budget_overrides)
-            episode, timings = await run_one(
-                instance,
-                self.agent.policy(instance, sample=item.sample),
-                budgets=budgets,
-                timeout_s=self.episode_timeout_s,
+        except Exception as e:
+            error = f"the budget overrides do not fit {instance.task}: {describe_error(e)}"
+            return failed_record(instance, item.sample, agent, "env_error", error, started, t0)
+        try:
+            episode = episode_for(instance, budgets)
+        except Exception as e:  # the instance's data does not fit its task (world, prompt)
+            error = f"the instance cannot be used by {instance.task}: {describe_error(e)}"
+            return failed_record(instance, item.sample, agent, "env_error", error, started, t0)
+        try:
+            policy = self.agent.policy(instance, sample=item.sample)
+        except Exception as e:  # e.g. an expert that cannot read the hidden data
+            episode.finish(
+                "agent_error",
+                error=f"the agent could not start on this instance: {describe_error(e)}",
             )
+            policy = _NO_POLICY
+        timings = await _play(episode, policy, self.episode_timeout_s, started, t0)
+        try:
             return EpisodeRecord.from_episode(
-                episode, agent=self.agent.name, sample=item.sample, timings=timings
+                episode, agent=agent, sample=item.sample, timings=timings
             )
+        except Exception as e:  # the episode holds something the log cannot take
+            error = f"the episode could not be recorded: {describe_error(e)}"
+            reason = episode.end_reason or "env_error"
+            return failed_record(instance, item.sample, agent, reason, error, started, t0)
 
     async def stream(
         self, items: Iterable[WorkItem]
@@ -247,7 +411,7 @@ class RunWriter:
         """Queue a finished episode; ``parsed`` is what ``on_done`` gets for an encoded one."""
         self._check()
         if isinstance(record, EpisodeRecord):
-            self._queue.put_nowait((self.run_dir.encode(record), record))
+            self._queue.put_nowait((encode_record(record), record))
         else:
             self._queue.put_nowait((record, parsed))
 
