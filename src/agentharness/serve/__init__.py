@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from agentharness.serve.client import (
     EpisodeNotFoundError,
     EpisodeStateError,
+    RemoteAuthError,
     RemoteEnv,
     RemoteEnvError,
     RemoteEpisode,
@@ -45,6 +46,7 @@ __all__ = [
     "BackgroundServer",
     "EpisodeNotFoundError",
     "EpisodeStateError",
+    "RemoteAuthError",
     "RemoteEnv",
     "RemoteEnvError",
     "RemoteEpisode",

@@ -12,6 +12,11 @@ Endpoints (JSON; bodies are the models of :mod:`agentharness.serve.schema`):
 ``DELETE /episodes/{id}``   drop the episode and free its slot
 ==========================  ==========================================================
 
+Safe to expose (:mod:`agentharness.serve.guard`): with a ``token`` every request but
+``/health`` and the docs must carry it (401 otherwise); bodies and WebSocket messages over
+``limits.max_body_bytes`` are refused (413); budgets a client asks for above ``limits`` are
+a 422, and every episode's budgets are clamped to them.
+
 OpenEnv's contract (``/ws``, ``/reset``, ``/step``, ``/state``, ``/schema``, ``/metadata``)
 is served on the same session store by :mod:`agentharness.serve.openenv`.
 
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import secrets
 import threading
@@ -50,7 +56,8 @@ import agentharness
 from agentharness.core.episode import Episode
 from agentharness.core.registry import UnknownTaskError, all_tasks, episode_for, get_task, make
 from agentharness.core.reward import Reward
-from agentharness.core.task import TaskConfigError
+from agentharness.core.task import Budgets, TaskConfigError
+from agentharness.serve.guard import BudgetLimitError, Guard, ServeLimits, require_token_for
 from agentharness.serve.schema import (
     ClosedEpisode,
     CreatedEpisode,
@@ -106,6 +113,8 @@ def create_app(
     clock: Clock = time.monotonic,
     reap_interval_s: float | None = None,
     id_prefix: str = "",
+    token: str | None = None,
+    limits: ServeLimits | None = None,
 ) -> FastAPI:
     """The environment server as an ASGI app (run it with uvicorn or :class:`BackgroundServer`).
 
@@ -119,11 +128,16 @@ def create_app(
             also dropped whenever the store is used). Defaults to a quarter of the ttl,
             within 1 to 30 s.
         id_prefix: put before every episode id (``bootcamp serve --workers`` routes by it).
+        token: when set, every request but ``GET /health`` and the docs must carry it
+            (``Authorization: Bearer <token>``); see :mod:`agentharness.serve.guard`.
+        limits: caps on request sizes and on the budgets clients may choose.
 
     Returns:
         The FastAPI app; its session store is ``app.state.sessions``.
     """
     store = SessionStore(max_sessions, ttl_s, clock=clock, id_prefix=id_prefix)
+    limits = limits or ServeLimits()
+    build = functools.partial(_build_episode, limits=limits)
     interval = reap_interval_s if reap_interval_s is not None else min(30.0, max(1.0, ttl_s / 4))
     if not interval > 0:
         raise ValueError(f"reap_interval_s must be positive, got {reap_interval_s}")
@@ -147,19 +161,25 @@ def create_app(
         summary="Step agentharness episodes over HTTP.",
         lifespan=lifespan,
         responses={
+            401: {"model": ErrorBody},
             404: {"model": ErrorBody},
             409: {"model": ErrorBody},
+            413: {"model": ErrorBody},
             422: {"model": ErrorBody},
             429: {"model": ErrorBody},
             500: {"model": ErrorBody},
         },
     )
     app.state.sessions = store
+    app.state.token = token
+    app.state.limits = limits
     _install_error_handlers(app)
+    # Outermost of the app's own middleware: nothing runs for a request it refuses.
+    app.add_middleware(Guard, token=token, max_body_bytes=limits.max_body_bytes)
     # OpenEnv's reset/step/state contract (WebSocket /ws and HTTP), on the same store.
     from agentharness.serve.openenv import install_openenv
 
-    install_openenv(app, store, _build_episode)
+    install_openenv(app, store, build, max_message_bytes=limits.max_body_bytes)
 
     @app.get("/health")
     async def health() -> Health:
@@ -196,7 +216,7 @@ def create_app(
     async def open_episode(req: CreateEpisode) -> CreatedEpisode:
         """Open an episode on a generated or stored instance; its prompt and tools."""
         with store.reserve() as fill:
-            episode = await run_in_threadpool(_build_episode, req)
+            episode = await run_in_threadpool(build, req)
             session = fill(episode)
         return CreatedEpisode(
             **_episode_fields(session, store),
@@ -281,7 +301,7 @@ def _episode_fields(session: Session, store: SessionStore) -> dict[str, Any]:
     }
 
 
-def _build_episode(req: CreateEpisode) -> Episode:
+def _build_episode(req: CreateEpisode, limits: ServeLimits) -> Episode:
     """The episode a create request asks for (runs on a worker thread: generation may simulate)."""
     if req.instance is not None:
         given = [name for name in ("seed", "difficulty") if getattr(req, name) is not None]
@@ -301,8 +321,9 @@ def _build_episode(req: CreateEpisode) -> Episode:
                 "bad_request",
                 f"`instance` is for {spec.id} but `task` says {req.task}; drop `task` or fix it.",
             )
+        budgets = _budgets(req, spec.interaction.budgets, limits)
         try:
-            return episode_for(req.instance, req.budgets)
+            return episode_for(req.instance, budgets)
         except Exception as e:
             raise ApiError(
                 422,
@@ -316,9 +337,17 @@ def _build_episode(req: CreateEpisode) -> Episode:
             "bad_request",
             "give `task` (GET /tasks lists them) and optionally `seed`, or a stored `instance`.",
         )
-    env = make(req.task, difficulty=req.difficulty or "medium", budgets=req.budgets, **req.knobs)
+    budgets = _budgets(req, get_task(req.task).interaction.budgets, limits)
+    env = make(req.task, difficulty=req.difficulty or "medium", budgets=budgets, **req.knobs)
     seed = req.seed if req.seed is not None else secrets.randbelow(2**31)
     return env.reset(seed=seed)
+
+
+def _budgets(req: CreateEpisode, default: Budgets, limits: ServeLimits) -> Budgets:
+    try:
+        return limits.budgets(req.budgets, default)
+    except BudgetLimitError as e:
+        raise ApiError(422, "over_limit", str(e)) from e
 
 
 @contextlib.contextmanager
@@ -412,6 +441,15 @@ def _install_error_handlers(app: FastAPI) -> None:
             )
 
 
+def uvicorn_config(app: Any, **options: Any) -> uvicorn.Config:
+    """uvicorn's config for ``app``, with its WebSocket frame limit set to the app's body limit."""
+    limits = getattr(getattr(app, "state", None), "limits", None)
+    max_size = limits.max_body_bytes if isinstance(limits, ServeLimits) else None
+    if max_size is not None:
+        options.setdefault("ws_max_size", max_size)
+    return uvicorn.Config(app, lifespan="on", **options)
+
+
 class BackgroundServer:
     """A real uvicorn server on a background thread, for tests, notebooks and in-process use.
 
@@ -424,11 +462,13 @@ class BackgroundServer:
     def __init__(
         self, app: Any, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
     ) -> None:
+        state = getattr(app, "state", None)
+        require_token_for(host, getattr(state, "token", None))
         self.app = app
         self.host = host
         self.port = port
         self._server = uvicorn.Server(
-            uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")
+            uvicorn_config(app, host=host, port=port, log_level=log_level)
         )
         self._thread: threading.Thread | None = None
 

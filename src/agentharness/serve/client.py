@@ -17,6 +17,7 @@ local counterpart (:class:`RemoteUnknownTaskError` is an ``UnknownTaskError``,
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -41,6 +42,7 @@ from agentharness.serve.schema import (
 M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_TIMEOUT_S = 300.0  # a simulator step (PyBaMM, ASE) can take a while
+TOKEN_ENV = "AGENTHARNESS_SERVE_TOKEN"  # as agentharness.serve.guard, which needs the extra
 
 
 class RemoteEnvError(RuntimeError):
@@ -67,6 +69,10 @@ class EpisodeStateError(RemoteEnvError):
     """409: the episode has ended, is busy with another step, or is not done yet."""
 
 
+class RemoteAuthError(RemoteEnvError):
+    """401: the server requires a token and this client sent none or another one."""
+
+
 class RemoteUnknownTaskError(RemoteEnvError, UnknownTaskError):
     """404: the server has no such task (``UnknownTaskError``, as locally)."""
 
@@ -83,6 +89,7 @@ _ERRORS: dict[str, type[RemoteEnvError]] = {
     "not_done": EpisodeStateError,
     "unknown_task": RemoteUnknownTaskError,
     "bad_config": RemoteTaskConfigError,
+    "unauthorized": RemoteAuthError,
 }
 
 
@@ -131,6 +138,8 @@ class RemoteEnv:
         http: a shared ``httpx.Client`` (any base URL; not closed by :meth:`close`); one is
             made otherwise.
         ahttp: the same for the async methods.
+        token: the server's token (``bootcamp serve --token``), sent as ``Authorization:
+            Bearer``; ``AGENTHARNESS_SERVE_TOKEN`` from the environment when not given.
         **knobs: config fields overriding the difficulty preset, as for ``make``.
 
     Nothing is sent until :meth:`reset`, so an unknown task or bad knob is reported there.
@@ -149,6 +158,7 @@ class RemoteEnv:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         http: httpx.Client | None = None,
         ahttp: httpx.AsyncClient | None = None,
+        token: str | None = None,
         **knobs: Any,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -157,6 +167,9 @@ class RemoteEnv:
         self.budgets = budgets
         self.knobs: dict[str, Any] = {**(config or {}), **knobs}
         self._timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0))
+        token = token or os.environ.get(TOKEN_ENV) or None
+        # Sent with every request, so shared clients (``http=``) carry it too.
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http, self._own_http = http, http is None
         self._ahttp, self._own_ahttp = ahttp, ahttp is None
 
@@ -200,10 +213,10 @@ class RemoteEnv:
 
     # -- server ---------------------------------------------------------------------------
     def health(self) -> Health:
-        return _parse(Health, self.http.get(f"{self.base_url}/health"))
+        return _parse(Health, self.http.get(f"{self.base_url}/health", headers=self.headers))
 
     def tasks(self) -> list[TaskInfo]:
-        return _parse(TaskList, self.http.get(f"{self.base_url}/tasks")).tasks
+        return _parse(TaskList, self.http.get(f"{self.base_url}/tasks", headers=self.headers)).tasks
 
     # -- episodes -------------------------------------------------------------------------
     def reset(self, seed: int | None = None, instance: Instance | None = None) -> RemoteEpisode:
@@ -219,7 +232,9 @@ class RemoteEnv:
         """
         created = _parse(
             CreatedEpisode,
-            self.http.post(f"{self.base_url}/episodes", json=self._create(seed, instance)),
+            self.http.post(
+                f"{self.base_url}/episodes", json=self._create(seed, instance), headers=self.headers
+            ),
         )
         return RemoteEpisode(self, created)
 
@@ -228,7 +243,7 @@ class RemoteEnv:
     ) -> RemoteEpisode:
         """Async twin of :meth:`reset`."""
         response = await self.ahttp.post(
-            f"{self.base_url}/episodes", json=self._create(seed, instance)
+            f"{self.base_url}/episodes", json=self._create(seed, instance), headers=self.headers
         )
         return RemoteEpisode(self, _parse(CreatedEpisode, response))
 
@@ -310,7 +325,7 @@ class RemoteEpisode:
         body: dict[str, Any] = {"turn": _turn_payload(turn)}
         if usage is not None:
             body["usage"] = usage.model_dump()
-        return {"url": f"{self._path}/step", "json": body}
+        return {"url": f"{self._path}/step", "json": body, "headers": self.env.headers}
 
     def _apply(self, result: StepResult) -> Observation:
         self.messages.append(result.assistant)
@@ -336,30 +351,34 @@ class RemoteEpisode:
                 for finished episodes).
         """
         if self._reward is None:
-            self._reward = _parse(Reward, self.env.http.get(f"{self._path}/reward"))
+            self._reward = _parse(
+                Reward, self.env.http.get(f"{self._path}/reward", headers=self.env.headers)
+            )
         return self._reward
 
     async def areward(self) -> Reward:
         """Async twin of :meth:`reward`."""
         if self._reward is None:
-            self._reward = _parse(Reward, await self.env.ahttp.get(f"{self._path}/reward"))
+            self._reward = _parse(
+                Reward, await self.env.ahttp.get(f"{self._path}/reward", headers=self.env.headers)
+            )
         return self._reward
 
     def state(self) -> EpisodeState:
         """The server's full view: conversation, tool calls, step rewards (also keeps it alive)."""
-        return _parse(EpisodeState, self.env.http.get(self._path))
+        return _parse(EpisodeState, self.env.http.get(self._path, headers=self.env.headers))
 
     async def astate(self) -> EpisodeState:
-        return _parse(EpisodeState, await self.env.ahttp.get(self._path))
+        return _parse(EpisodeState, await self.env.ahttp.get(self._path, headers=self.env.headers))
 
     def close(self) -> None:
         """Free the episode's slot on the server; closing a closed or expired one is a no-op."""
         if not self.closed:
-            self._closed(self.env.http.delete(self._path))
+            self._closed(self.env.http.delete(self._path, headers=self.env.headers))
 
     async def aclose(self) -> None:
         if not self.closed:
-            self._closed(await self.env.ahttp.delete(self._path))
+            self._closed(await self.env.ahttp.delete(self._path, headers=self.env.headers))
 
     def _closed(self, response: httpx.Response) -> None:
         self.closed = True

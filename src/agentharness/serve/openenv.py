@@ -154,12 +154,18 @@ def _state(session: Session | None) -> dict[str, Any]:
 
 
 def install_openenv(
-    app: FastAPI, store: SessionStore, build: Callable[[CreateEpisode], Episode]
+    app: FastAPI,
+    store: SessionStore,
+    build: Callable[[CreateEpisode], Episode],
+    *,
+    max_message_bytes: int | None = None,
 ) -> None:
     """Add the OpenEnv endpoints to ``app``, keeping episodes in ``store``.
 
     ``build(CreateEpisode) -> Episode`` opens an episode (the server's own builder, so the
-    rules for seeds, knobs and stored instances are the same as ``POST /episodes``).
+    rules for seeds, knobs, stored instances and budget limits are the same as ``POST
+    /episodes``). A WebSocket message longer than ``max_message_bytes`` is answered with an
+    error and not read (HTTP bodies are limited by the server's guard).
     """
 
     async def open_session(data: dict[str, Any]) -> Session:
@@ -178,6 +184,8 @@ def install_openenv(
             raise _Failure("VALIDATION_ERROR", str(e)) from e
         except Exception as e:
             detail = getattr(e, "detail", None) or f"{type(e).__name__}: {e}"
+            if getattr(e, "status", None) == 422:  # the request's fault (budgets, instance)
+                raise _Failure("VALIDATION_ERROR", str(detail)) from e
             raise _Failure("FACTORY_ERROR", str(detail)) from e
 
     async def step_session(session: Session, data: dict[str, Any]) -> dict[str, Any]:
@@ -225,6 +233,13 @@ def install_openenv(
             while True:
                 raw = await websocket.receive_text()
                 try:
+                    if max_message_bytes is not None and len(raw) > max_message_bytes:
+                        raise _Failure(
+                            "MESSAGE_TOO_LARGE",
+                            f"the message is {len(raw)} characters; this server takes at most "
+                            f"{max_message_bytes} (bootcamp serve --max-body). A step holds one "
+                            "assistant turn.",
+                        )
                     message = json.loads(raw)
                     if not isinstance(message, dict):
                         raise _Failure("INVALID_JSON", "a message is a JSON object with a type")

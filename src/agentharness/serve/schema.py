@@ -31,6 +31,9 @@ ErrorCode = Literal[
     "episode_done",  # the episode has ended; it takes no more turns
     "episode_busy",  # another step on the same episode is in flight
     "not_done",  # the reward was asked for before the episode ended
+    "unauthorized",  # 401: the server requires a token and the request has none or another
+    "too_large",  # 413: the request body is over the server's limit
+    "over_limit",  # 422: budgets above the server's caps
     "internal",  # a bug in the server or a task; the detail names it
 ]
 

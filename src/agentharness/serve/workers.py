@@ -12,7 +12,8 @@ served by one process and pay nothing for the routing.
 the next one, and only when all are full does the client get the 429. ``GET /health``
 sums every process. Capacity is ``--max-sessions`` in all, split over the processes.
 A worker that dies is restarted; the episodes it held are gone (404, as after a restart
-of a single server).
+of a single server). Every process checks the token and the size limit before it routes
+or forwards anything (:mod:`agentharness.serve.guard`), and applies the same budget limits.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from agentharness.serve.guard import Guard, ServeLimits, require_token_for
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -227,19 +230,36 @@ def _worker_main(
     max_sessions: int,
     ttl_s: float,
     log_level: str,
+    token: str | None = None,
+    limits: ServeLimits | None = None,
 ) -> None:
     import uvicorn
 
     from agentharness.serve.app import create_app
 
-    app = create_app(max_sessions=max_sessions, ttl_s=ttl_s, id_prefix=worker_prefix(index))
+    limits = limits or ServeLimits()
+    app = create_app(
+        max_sessions=max_sessions,
+        ttl_s=ttl_s,
+        id_prefix=worker_prefix(index),
+        token=token,
+        limits=limits,
+    )
     private = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     path = socket_path(sockets_dir, index)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     private.bind(path)
     router = PinnedRouter(app, index, workers, sockets_dir)
-    config = uvicorn.Config(router, log_level=log_level, lifespan="on", backlog=4096)
+    # The router reads a body whole before forwarding it: the guard goes in front of it too.
+    guarded = Guard(router, token=token, max_body_bytes=limits.max_body_bytes)
+    config = uvicorn.Config(
+        guarded,
+        log_level=log_level,
+        lifespan="on",
+        backlog=4096,
+        ws_max_size=limits.max_body_bytes,
+    )
     uvicorn.Server(config).run(sockets=[listener, private])
 
 
@@ -260,9 +280,14 @@ class WorkerPool:
         max_sessions: int = 256,
         ttl_s: float = 600.0,
         log_level: str = "warning",
+        token: str | None = None,
+        limits: ServeLimits | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError(f"--workers must be at least 1, got {workers}")
+        require_token_for(host, token)
+        self.token = token
+        self.limits = limits or ServeLimits()
         self.workers = workers
         self.max_sessions = max_sessions
         self.ttl_s = ttl_s
@@ -290,6 +315,8 @@ class WorkerPool:
                 share_of(self.max_sessions, self.workers, index),
                 self.ttl_s,
                 self.log_level,
+                self.token,
+                self.limits,
             ),
             name=f"agentharness-serve-{index}",
             daemon=True,
@@ -355,7 +382,15 @@ def _answers(path: str) -> bool:
 
 
 def serve_workers(
-    host: str, port: int, workers: int, *, max_sessions: int, ttl_s: float, log_level: str
+    host: str,
+    port: int,
+    workers: int,
+    *,
+    max_sessions: int,
+    ttl_s: float,
+    log_level: str,
+    token: str | None = None,
+    limits: ServeLimits | None = None,
 ) -> None:
     """Run the pool in the foreground until SIGINT or SIGTERM."""
     stop = False
@@ -367,7 +402,14 @@ def serve_workers(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     pool = WorkerPool(
-        host, port, workers, max_sessions=max_sessions, ttl_s=ttl_s, log_level=log_level
+        host,
+        port,
+        workers,
+        max_sessions=max_sessions,
+        ttl_s=ttl_s,
+        log_level=log_level,
+        token=token,
+        limits=limits,
     ).start()
     try:
         pool.watch(lambda: stop)
