@@ -30,9 +30,8 @@ from pathlib import Path
 
 from agentharness import get_task
 from agentharness.agents.openai_agent import OpenAIAgent
-from agentharness.cli.main import read_instances  # what `bootcamp eval --instances` reads with
 from agentharness.rollout.runner import distinct_instances, plan_instances, run
-from agentharness.store import RunDir
+from agentharness.store import RunDir, read_instances  # as `bootcamp eval --instances` does
 from agentharness.store.schema import EpisodeRecord
 from agentharness.testing.openai_server import Faults, ScriptedOpenAIServer, cycle_tools_policy
 

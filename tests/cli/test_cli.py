@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from agentharness.cli.main import app
 from agentharness.core.registry import get_task
+from agentharness.store.summary import RunSummary
 
 runner = CliRunner()
 
@@ -121,9 +122,18 @@ def test_report_json(tmp_path: Path) -> None:
         str(out),
         "--quiet",
     )
-    summary = json.loads(invoke("report", str(out), "--json").output)["guess-v1"]
-    assert summary["episodes"] == 4 and summary["success_rate"] == 1.0 and summary["pass@2"] == 1.0
-    assert summary["end_reasons"] == {"answered": 4}
+    printed = json.loads(invoke("report", str(out), "--json").output)
+    assert list(printed) == ["guess-v1"] and printed["guess-v1"]["pass_at"] == {"1": 1.0, "2": 1.0}
+    report = RunSummary.model_validate(printed)
+    summary = report.task("guess-v1")
+    assert report.episodes == 4 and summary is not None
+    assert (
+        summary.episodes == 4
+        and summary.success_rate == 1.0
+        and summary.pass_at == {1: 1.0, 2: 1.0}
+    )
+    assert summary.pass_at_k == 1.0 and summary.k == 2
+    assert summary.end_reasons == {"answered": 4}
 
 
 def test_bad_input_gets_clear_errors(tmp_path: Path) -> None:
@@ -287,3 +297,39 @@ def test_bad_seeds_and_directories_as_files_are_one_line(tmp_path: Path) -> None
     r = runner.invoke(app, ["report", str(out)])
     assert r.exit_code == 0 and "guess-v1" in r.stdout
     assert "warning:" in r.stderr and "not UTF-8" in r.stderr and "Traceback" not in r.output
+
+
+def test_unusable_runs_are_one_error_line_from_every_command(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing")
+    for args in (
+        ["report", missing],
+        ["report", missing, "--json"],
+        ["report", missing, "--html", str(tmp_path / "r.html")],
+        ["mine", missing],
+        ["filter", missing, "-o", str(tmp_path / "kept")],
+        ["compare", missing, missing],
+        ["export", "sft", missing, "-o", str(tmp_path / "sft.jsonl")],
+        ["view", missing],
+    ):
+        r = runner.invoke(app, args)
+        errors = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+        assert r.exit_code == 2 and len(errors) == 1 and "does not exist" in errors[0], args
+
+
+def test_report_json_of_a_loop_directory(tmp_path: Path) -> None:
+    for name in ("before", "after"):
+        invoke(
+            "eval",
+            "--agent",
+            "expert",
+            "--tasks",
+            "guess",
+            "-n",
+            "2",
+            "--out",
+            str(tmp_path / "loop" / "round_1" / name),
+            "--quiet",
+        )
+    out = json.loads(invoke("report", str(tmp_path / "loop"), "--json").output)
+    assert sorted(out) == ["round_1/after", "round_1/before"]
+    assert RunSummary.model_validate(out["round_1/after"]).episodes == 2

@@ -74,11 +74,15 @@ def test_entry_point_plugins_register_tasks(tmp_path, monkeypatch) -> None:
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(registry, "_plugins_named", False)
     with pytest.warns(UserWarning, match="could not load task entry point 'broken'"):
         ids = [s.id for s in registry.all_tasks()]
     assert "plugin_guess-v1" in ids and "guess-v1" in ids
     assert dataclasses.is_dataclass(get_task("plugin_guess"))
     del registry._REGISTRY["plugin_guess-v1"]
+    for name in ("plugin_guess", "broken"):
+        registry._LAZY.pop(name, None)
+        registry._imported.discard(name)
     sys.modules.pop("harness_plugin", None)
 
 
@@ -97,3 +101,41 @@ def test_a_retired_version_says_which_is_current() -> None:
 
     with pytest.raises(UnknownTaskError, match=r"thermal has no version 1 here \(registered: thermal-v"):
         get_task("thermal-v1")
+
+
+def test_tasks_are_imported_lazily_one_at_a_time() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from agentharness.core import registry\n"
+        "def loaded():\n"
+        "    return sorted(m.split('.')[2] for m in sys.modules\n"
+        "                  if m.startswith('agentharness.tasks.') and m.count('.') == 2)\n"
+        "assert loaded() == [], loaded()\n"
+        "names = registry.builtin_task_names()\n"
+        "assert names[:2] == ('battery', 'finance') and len(names) == 10, names\n"
+        "assert loaded() == [], loaded()\n"
+        "assert registry.get_task('thermal').name == 'thermal'\n"
+        "assert loaded() == ['thermal'], loaded()\n"
+        "assert {s.name for s in registry.all_tasks()} >= set(names)\n"
+        "assert loaded() == sorted(names), loaded()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_register_lazy_checks_its_arguments() -> None:
+    from agentharness.core.registry import register_lazy
+
+    with pytest.raises(ValueError, match="must match"):
+        register_lazy("Bad Name", "pkg.mod:TASK")
+    with pytest.raises(ValueError, match=r"package\.module:ATTRIBUTE"):
+        register_lazy("fine", "pkg.mod")
+
+
+def test_group_versions() -> None:
+    from agentharness.core.registry import group_versions
+
+    assert group_versions(["b-v2", "a-v1", "b-v1", "b-v2"]) == {"a": ["a-v1"], "b": ["b-v1", "b-v2"]}

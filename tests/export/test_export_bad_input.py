@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from agentharness.core.registry import get_task
-from agentharness.export.common import ExportError, load_runs
+from agentharness.export.common import ExportError
 from agentharness.export.rl import export_groups, export_rl
 from agentharness.export.sft import export_sft
-from agentharness.store.run import CorruptLineWarning, RunDir
+from agentharness.store.reader import load_runs
+from agentharness.store.run import CorruptLineWarning, RunDir, RunDirError
 
 EXPORTS = [
     lambda runs, out: export_sft(runs, out / "sft.jsonl"),
@@ -21,28 +22,25 @@ EXPORTS = [
 
 @pytest.mark.parametrize("export", EXPORTS)
 def test_missing_and_foreign_run_dirs(export, text_run: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(ExportError, match="does not exist"):
+    with pytest.raises(RunDirError, match="does not exist"):
         export([tmp_path / "nope"], tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(ExportError, match="not a run directory"):
+    with pytest.raises(RunDirError, match="not a run directory"):
         export([empty], tmp_path)
     a_file = tmp_path / "file.txt"
     a_file.write_text("hi")
-    with pytest.raises(ExportError, match="not a directory"):
+    with pytest.raises(RunDirError, match="not a directory"):
         export([a_file], tmp_path)
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "episodes.jsonl").write_text('{"hello": "world"}\n')
-    with (
-        pytest.warns(CorruptLineWarning),
-        pytest.raises(ExportError, match="holds no episode records"),
-    ):
+    with pytest.raises(RunDirError, match=r"none of the lines .* is an episode record"):
         export([foreign], tmp_path)
     (empty / "episodes.jsonl").touch()
-    with pytest.raises(ExportError, match="has no episodes yet"):
+    with pytest.raises(RunDirError, match="has no episodes yet"):
         export([empty], tmp_path)
-    with pytest.raises(ExportError, match=r"no run directories|not neither"):
+    with pytest.raises((RunDirError, ExportError), match=r"no run directories|not neither"):
         export([], tmp_path)
 
 
@@ -54,8 +52,13 @@ def test_truncated_last_line_is_skipped_with_a_warning(text_run: Path, tmp_path:
         f.write('{"schema_version": 1, "episode_id": "cut-off-mid-wr')
     with pytest.warns(CorruptLineWarning, match="truncated"):
         assert export_sft([run], tmp_path / "sft.jsonl") == good
-    with pytest.warns(CorruptLineWarning):
-        assert len(load_runs([run])) == good
+    loaded = load_runs([run])
+    assert len(loaded.records) == good and loaded.skipped == 1
+
+
+def test_a_run_named_twice_is_exported_once(text_run: Path, tmp_path: Path) -> None:
+    once = export_sft([text_run], tmp_path / "once.jsonl")
+    assert export_sft([text_run, text_run], tmp_path / "twice.jsonl") == once
 
 
 def test_mixed_task_versions_are_refused_then_allowed(text_run: Path, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from agentharness.core.messages import ToolCall, assistant
 from agentharness.export.common import ExportError
 from agentharness.export.inspect_log import export_inspect
 from agentharness.store import EpisodeRecord, RunDir, Timings
+from agentharness.store.run import RunDirError
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +96,6 @@ def test_images_are_inline_and_json_logs_work_too(vision_run: Path, tmp_path: Pa
 def test_bad_output_names_and_runs_are_clear_errors(marked_run: Path, tmp_path: Path) -> None:
     with pytest.raises(ExportError, match=r"end in \.eval or \.json"):
         export_inspect([marked_run], tmp_path / "log.txt")
-    with pytest.raises(ExportError, match="does not exist"):
+    with pytest.raises(RunDirError, match="does not exist"):
         export_inspect([tmp_path / "missing"], tmp_path / "log.eval")
     assert not (tmp_path / "log.eval").exists()

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from conftest import make_run, records_of
 
+from agentharness.loop.checks import LoopInputError
 from agentharness.loop.compare import bootstrap_delta_ci, compare
-from agentharness.loop.runs import LoopInputError
 from agentharness.store import EpisodeRecord
 
 

@@ -11,9 +11,12 @@ import pytest
 
 from agentharness.agents import make_agent
 from agentharness.core.registry import get_task, resolve_tasks
-from agentharness.loop.html_report import ReportError, collect, write_html_report
+from agentharness.loop.compare import compare
+from agentharness.loop.html_report import collect, write_html_report
+from agentharness.loop.mine import mine
 from agentharness.rollout.runner import plan, run
-from agentharness.store.run import RunDir
+from agentharness.store.reader import load_runs
+from agentharness.store.run import RunDir, RunDirError
 
 IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 
@@ -33,46 +36,13 @@ def loop_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     new_run(root / "round_1" / "heldout_before", "random")
     new_run(root / "round_1" / "heldout_after", "expert")
     new_run(root / "round_2" / "heldout_after", "noisy:0.3")
-    clusters = [
-        {
-            "task": "thermal-v1",
-            "difficulty": "easy",
-            "end_reason": "max_turns",
-            "weakest": "outcome",
-            "failures": 3,
-            "episodes": 3,
-            "rate": 1.0,
-            "mean_reward": 0.0,
-            "examples": [{"episode_id": "thermal-v1:0:x#0@random"}],
-        },
-        {
-            "task": "escape_room-v1",
-            "difficulty": "easy",
-            "end_reason": "max_tool_calls",
-            "weakest": "outcome",
-            "failures": 2,
-            "episodes": 3,
-            "rate": 0.67,
-            "mean_reward": 0.0,
-        },
-    ]
-    (root / "round_1" / "mine.json").write_text(
-        json.dumps({"episodes": 6, "failures": 5, "failure_rate": 0.83, "clusters": clusters})
-    )
-    compare = {
-        "run_a": "before",
-        "run_b": "after",
-        "tasks": [
-            {
-                "task": "thermal-v1",
-                "reward": {"a": 0.0, "b": 1.0, "delta": 1.0, "ci": [0.9, 1.0]},
-                "success": {"a": 0.0, "b": 1.0, "delta": 1.0, "ci": None},
-                "verdict": "better",
-            }
-        ],
-        "overall": None,
-    }
-    (root / "round_1" / "compare.json").write_text(json.dumps(compare))
+    before = load_runs([root / "round_1" / "heldout_before"]).records
+    after = load_runs([root / "round_1" / "heldout_after"]).records
+    mined = mine(before, runs=["round_1/heldout_before"])
+    assert mined.clusters
+    (root / "round_1" / "mine.json").write_text(mined.model_dump_json())
+    compared = compare(before, after, run_a="before", run_b="after", n_boot=200)
+    (root / "round_1" / "compare.json").write_text(compared.model_dump_json())
     return root
 
 
@@ -99,15 +69,34 @@ def test_loop_report_shows_mined_clusters_and_before_after(loop_dir: Path, tmp_p
     page = write_html_report(loop_dir, tmp_path / "loop.html").read_text()
     assert page.count('<section id="task-') == 2
     assert "round_1/heldout_before" in page and "round_2/heldout_after" in page
-    assert "<h3>round_1/mine.json</h3>" in page and "max_tool_calls" in page
+    data = collect(loop_dir)
+    ((src, mined),) = data.mined
+    assert src == "round_1/mine.json" and mined.clusters
+    assert "<h3>round_1/mine.json</h3>" in page and mined.clusters[0].end_reason in page
     assert "Failure clusters (mine.json)" in page
     assert 'id="before-after"' in page
     assert "before/after of round_1" in page and "before/after of round_2" in page
     # round 2 starts from round 1's trained student
     assert "before: round_1/heldout_after; after: round_2/heldout_after" in page
-    assert "<h4>compare.json</h4>" in page and "[+0.900, +1.000]" in page and "better" in page
-    data = collect(loop_dir)
-    assert [r["name"] for r in data.rounds] == ["round_1", "round_2"]
+    compared = data.rounds[0].compare
+    assert compared is not None and compared.overall is not None
+    lo, hi = compared.overall.reward.ci or (0.0, 0.0)
+    assert "<h4>compare.json</h4>" in page and f"[{lo:+.3f}, {hi:+.3f}]" in page
+    assert compared.overall.verdict in page
+    assert [r.name for r in data.rounds] == ["round_1", "round_2"]
+
+
+def test_a_report_json_that_is_not_one_is_noted_and_left_out(
+    loop_dir: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "loop"
+    shutil.copytree(loop_dir, copy)
+    (copy / "round_1" / "mine.json").write_text('{"clusters": [{"task": "x"}]}')
+    (copy / "round_1" / "compare.json").write_text('{"note": "nothing to compare"}')
+    data = collect(copy)
+    assert data.mined == [] and data.rounds[0].compare is None
+    assert any("mine.json: left out (not a MineReport)" in n for n in data.notes)
+    assert any("compare.json: left out (not a CompareReport)" in n for n in data.notes)
 
 
 def test_without_mine_json_failures_are_grouped_by_end_reason(
@@ -122,18 +111,18 @@ def test_without_mine_json_failures_are_grouped_by_end_reason(
 
 
 def test_bad_input(tmp_path: Path) -> None:
-    with pytest.raises(ReportError, match="does not exist"):
+    with pytest.raises(RunDirError, match="does not exist"):
         write_html_report(tmp_path / "nope", tmp_path / "r.html")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ReportError, match="no run directory"):
+    with pytest.raises(RunDirError, match="no run directory"):
         write_html_report(tmp_path / "empty", tmp_path / "r.html")
     (tmp_path / "f.txt").write_text("x")
-    with pytest.raises(ReportError, match="not a directory"):
+    with pytest.raises(RunDirError, match="not a directory"):
         write_html_report(tmp_path / "f.txt", tmp_path / "r.html")
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "episodes.jsonl").write_text("not json\n")
-    with pytest.raises(ReportError, match="no readable episodes"):
+    with pytest.raises(RunDirError, match="no readable episodes"):
         write_html_report(foreign, tmp_path / "r.html")
     assert not (tmp_path / "r.html").exists()
 
@@ -145,6 +134,7 @@ def test_truncated_lines_and_mixed_versions_are_noted(tmp_path: Path) -> None:
     old = get_task("thermal").id
     new = f"thermal-v{get_task('thermal').version + 1}"
     d["task"] = d["instance"]["task"] = new
+    d["episode_id"] = d["episode_id"].replace(old, new)  # the same id would count once
     text = "\n".join([*lines, json.dumps(d)]) + "\n" + '{"episode_id": "cut'
     (run_dir / "episodes.jsonl").write_text(text)
     page = write_html_report(run_dir, tmp_path / "r.html").read_text()

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -12,17 +11,27 @@ from pathlib import Path
 import pytest
 
 from agentharness.agents import Agent, ExpertAgent, NoisyAgent
+from agentharness.loop.checks import LoopInputError
+from agentharness.loop.mine import MineReport
 from agentharness.loop.pipeline import (
     STAGES,
     AgentOptions,
     LoopConfig,
     LoopHooks,
     default_agent_factory,
-    read_instances_file,
     run_loop,
 )
-from agentharness.loop.runs import LoopInputError, load_run
-from agentharness.store import EpisodeRecord
+from agentharness.loop.results import LoopSummary
+from agentharness.store import EpisodeRecord, LoadedRuns, load_runs, read_instances
+
+
+def load_run(path: Path, *, allow_empty: bool = False) -> LoadedRuns:
+    return load_runs([path], allow_empty=allow_empty)
+
+
+def read_instances_file(path: Path) -> list:  # type: ignore[type-arg]
+    return read_instances(path, allow_empty=True)
+
 
 CONFIG = LoopConfig(
     student="noisy:0.5", teacher="expert", tasks="guess", heldout_n=6, synth_n=6, concurrency=2
@@ -59,14 +68,15 @@ def test_two_rounds_write_every_stage_and_a_rerun_redoes_nothing(tmp_path: Path)
         assert not {i.instance_id for i in synth} & {i.instance_id for i in heldout}
         teacher = load_run(rd / "teacher").records
         assert len(teacher) == len(synth) == len({r.episode_id for r in teacher})
-        mined = json.loads((rd / "mine.json").read_text())
-        assert mined["failures"] > 0
+        mined = MineReport.model_validate_json((rd / "mine.json").read_text())
+        assert mined.failures > 0
         for r in load_run(rd / "heldout_after").records:
             assert r.instance in heldout
     s1 = read_instances_file(out / "round_1" / "synth.jsonl")
     s2 = read_instances_file(out / "round_2" / "synth.jsonl")
     assert not {i.instance_id for i in s1} & {i.instance_id for i in s2}
-    assert [r["round"] for r in summary["rounds"]] == [1, 2]
+    assert [r.round for r in summary.rounds] == [1, 2]
+    assert LoopSummary.model_validate_json((out / "summary.json").read_text()) == summary
 
     before = markers(out)
     started: list[tuple[int, str]] = []
@@ -200,19 +210,19 @@ def test_sft_trainer_output_becomes_the_student(
     assert call["data"] == out / "round_1" / "sft.jsonl" and call["model"] == "base-ckpt"
     assert call["max_steps"] == 5
     assert load_run(out / "round_1" / "heldout_after").records[0].agent == "expert"
-    head = summary["rounds"][0]
-    assert head["trained"] is True and head["sft_rows"] > 0
-    assert head["compare"]["verdict"] == "better"
+    head = summary.rounds[0]
+    assert head.trained is True and head.sft_rows > 0
+    assert head.compare.verdict == "better"
 
 
 def test_a_student_without_failures_gives_an_empty_round(tmp_path: Path) -> None:
     out = tmp_path / "loop"
     summary = run_loop(CONFIG.model_copy(update={"student": "expert"}), out, log=quiet)
-    (head,) = summary["rounds"]
-    assert head["failures"] == 0 and head["synthesized"] == 0 and head["sft_rows"] == 0
+    (head,) = summary.rounds
+    assert head.failures == 0 and head.synthesized == 0 and head.sft_rows == 0
     assert (out / "round_1" / "sft.jsonl").read_text() == ""
     assert load_run(out / "round_1" / "filtered", allow_empty=True).records == []
-    assert head["compare"]["verdict"] == "no clear change"
+    assert head.compare.verdict == "no clear change"
 
 
 KILLABLE = """
@@ -268,3 +278,53 @@ def test_a_killed_loop_process_resumes_to_complete_outputs(tmp_path: Path) -> No
     synth = read_instances_file(out / "round_1" / "synth.jsonl")
     assert len(teacher) == 2 * len(synth) == len({r.episode_id for r in teacher})
     assert (out / "round_1" / "compare.done").exists()
+
+
+def test_markers_written_before_stage_results_were_typed_still_resume() -> None:
+    """A loop directory from before the typed results: its markers read into the models."""
+    from agentharness.loop.filter import FilterSummary
+    from agentharness.loop.results import (
+        CompareResult,
+        EvalResult,
+        ExportResult,
+        MineResult,
+        TrainResult,
+    )
+
+    old = {"stage": "x", "round": 1}
+    ev = EvalResult.model_validate(
+        {
+            **old,
+            "run": "r",
+            "agent": "a",
+            "episodes": 2,
+            "ran": 2,
+            "resumed_past": 0,
+            "failed_to_generate": [],
+            "mean_reward": None,
+            "success_rate": None,
+        }
+    )
+    assert ev.episodes == 2 and ev.mean_reward is None
+    assert (
+        MineResult.model_validate({**old, "episodes": 2, "failures": 1, "clusters": 1}).failures
+        == 1
+    )
+    assert (
+        FilterSummary.model_validate({**old, "input": 2, "kept": 1, "dropped": {"x": 1}}).kept == 1
+    )
+    assert ExportResult.model_validate({**old, "rows": 0, "file": "f"}).rows == 0
+    assert TrainResult.model_validate({**old, "trainer": "none", "trained": False}).model is None
+    assert CompareResult.model_validate({**old, "compared": False}).verdict is None
+    head = CompareResult.model_validate(
+        {
+            **old,
+            "compared": True,
+            "reward_before": 0.1,
+            "reward_after": 0.5,
+            "delta": 0.4,
+            "ci": [0.2, 0.6],
+            "verdict": "better",
+        }
+    )
+    assert head.ci == (0.2, 0.6)

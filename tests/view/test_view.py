@@ -16,7 +16,8 @@ import pytest
 
 from agentharness import get_task
 from agentharness.store import RunDir
-from agentharness.view import ViewerApp, ViewError, open_runs
+from agentharness.store.run import RunDirError
+from agentharness.view import ViewerApp, open_runs
 from agentharness.view.pages import message_kinds
 
 GUESS, TSP = get_task("guess").id, get_task("tsp_vision").id
@@ -189,17 +190,17 @@ def test_a_log_symlinked_outside_the_run_is_refused(tmp_path: Path, view_runs: P
     outside = tmp_path / "elsewhere.jsonl"
     shutil.copy(view_runs / "after" / "episodes.jsonl", outside)
     os.symlink(outside, run / "episodes.jsonl")
-    with pytest.raises(ViewError, match="points outside"):
+    with pytest.raises(RunDirError, match="points outside"):
         open_runs([run])
 
 
 def test_bad_paths_get_one_line_errors(tmp_path: Path) -> None:
-    with pytest.raises(ViewError, match="does not exist"):
+    with pytest.raises(RunDirError, match="does not exist"):
         open_runs([tmp_path / "missing"])
     (tmp_path / "file").write_text("x")
-    with pytest.raises(ViewError, match="is not a directory"):
+    with pytest.raises(RunDirError, match="is not a directory"):
         open_runs([tmp_path / "file"])
-    with pytest.raises(ViewError, match="holds no run directory"):
+    with pytest.raises(RunDirError, match="holds no run directory"):
         open_runs([tmp_path])
 
 
@@ -254,7 +255,7 @@ def test_a_newer_schema_is_refused_with_a_clear_error(tmp_path: Path, view_runs:
     shutil.copytree(view_runs / "after", run)
     data = json.loads((run / "episodes.jsonl").read_text().splitlines()[0])
     (run / "episodes.jsonl").write_text(json.dumps({**data, "schema_version": 999}) + "\n")
-    with pytest.raises(ViewError, match="newer than this agentharness"):
+    with pytest.raises(RunDirError, match="newer than this agentharness"):
         open_runs([run])
 
 

@@ -5,12 +5,29 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
+
+from agentharness.store.run import RunDirError
+
+
+class _Commands(TyperGroup):
+    """The command group: unusable run input (:class:`RunDirError`) from any command is
+    one error line and exit code 2, wherever it was raised."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RunDirError as e:
+            raise fail(str(e)) from e
+
 
 app = typer.Typer(
+    cls=_Commands,
     name="bootcamp",
     help="Run agents on executable, verifiable tasks; record, mine, export and train.",
     no_args_is_help=True,

@@ -41,13 +41,14 @@ MixedOpt = Annotated[
 def _run(action: Callable[[], T]) -> T:
     """Run an export; warnings (skipped lines, ...) go to stderr, bad input to a clean exit."""
     from agentharness.export.common import ExportError
+    from agentharness.store.run import RunDirError
 
-    error: ExportError | None = None
+    error: ExportError | RunDirError | None = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             result = action()
-        except ExportError as e:
+        except (ExportError, RunDirError) as e:
             error = e
     for w in caught:
         if not issubclass(w.category, DeprecationWarning | FutureWarning):
@@ -140,9 +141,9 @@ def export_rl_command(
         )
     loaded = None
     if instances is not None:
-        from agentharness.cli.main import read_instances
+        from agentharness.store.instances import read_instances
 
-        loaded = read_instances(instances)
+        loaded = _run(lambda: read_instances(instances))
     n = _run(
         lambda: export_rl(
             runs or None,

@@ -1,39 +1,35 @@
 """`bootcamp mine | synth | filter | compare | loop`: the closed-loop stages on run directories.
 
-Thin wrappers: each reads its runs through :mod:`agentharness.loop.runs` (clear errors for
-missing or foreign directories, corrupt lines skipped with a warning), calls the pure
-stage function and prints the result (``--json`` for machines).
+Thin wrappers: each reads its runs through :func:`agentharness.store.load_runs` (unusable
+input is a :class:`~agentharness.store.run.RunDirError`, printed as one line by the app;
+corrupt lines skipped with a warning), calls the pure stage function and prints its typed
+result (``--json`` for machines).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import typer
 from rich.table import Table
 
 from agentharness.cli.app import app, console, err, fail, warn
-from agentharness.loop.runs import LoadedRuns, LoopInputError, load_runs, mixed_versions
+from agentharness.loop.checks import LoopInputError, mixed_versions
+from agentharness.store.reader import LoadedRuns, load_runs
 
 
 def _load(runs: list[Path], *, resolve_images: bool = False) -> LoadedRuns:
-    try:
-        loaded = load_runs(runs, resolve_images=resolve_images)
-    except LoopInputError as e:
-        raise fail(str(e)) from e
-    for w in loaded.warnings:
-        warn(w)
+    """The runs, with what was skipped and any mix of task versions in ``warnings`` (each
+    also printed as a warning line)."""
+    loaded = load_runs(runs, resolve_images=resolve_images)
     mixed = mixed_versions(loaded.records)
     if mixed:
-        warn(mixed)
+        loaded.warnings.append(mixed)
+    for w in loaded.warnings:
+        warn(w)
     return loaded
-
-
-def _warn_mixed_runs(loaded: LoadedRuns) -> list[str]:
-    mixed = mixed_versions(loaded.records)
-    return [*loaded.warnings, *([mixed] if mixed else [])]
 
 
 @app.command("mine")
@@ -56,7 +52,7 @@ def mine_cmd(
         loaded.records,
         examples=examples,
         runs=[str(r) for r in runs],
-        warnings=_warn_mixed_runs(loaded),
+        warnings=loaded.warnings,
     )
     if out is not None:
         if out.is_dir():
@@ -99,9 +95,8 @@ def synth_cmd(
     """New instances around the failures: neighbours under the same conditions, plus harder
     and easier variants. Each is solved by the expert before it is written, and records
     its provenance (cluster, source episodes, parent instance, variant)."""
-    from agentharness.cli.main import read_instances
-    from agentharness.loop.pipeline import write_instances
     from agentharness.loop.synthesize import synthesize
+    from agentharness.store.instances import read_instances, write_instances
 
     if n < 0:
         raise fail("-n must be >= 0")
@@ -172,7 +167,7 @@ def filter_cmd(
     dropped and why."""
     from pydantic import ValidationError
 
-    from agentharness.loop.filter import FilterCriteria, filter_records
+    from agentharness.loop.filter import FilterCriteria, filter_records, write_filtered
     from agentharness.store.run import RunDir
 
     try:
@@ -200,32 +195,15 @@ def filter_cmd(
         )
     loaded = _load(runs, resolve_images=True)
     result = filter_records(loaded.records, criteria)
-    counts = result.counts()
-    RunDir(out).write_all(
-        result.kept,
-        {
-            "command": "filter",
-            "sources": [str(r) for r in runs],
-            "criteria": criteria.model_dump(mode="json"),
-            "input_episodes": result.total,
-            "kept": len(result.kept),
-            "dropped": counts,
-        },
-    )
+    write_filtered(out, result, criteria, runs)
+    summary = result.summary()
     if as_json:
-        summary: dict[str, Any] = {
-            "out": str(out),
-            "input": result.total,
-            "kept": len(result.kept),
-            "dropped": counts,
-            "examples": result.details,
-        }
-        print(json.dumps(summary, indent=2))
+        print(json.dumps({"out": str(out), **summary.model_dump(mode="json")}, indent=2))
         return
-    console.print(f"kept {len(result.kept)} of {result.total} episodes -> {out}", highlight=False)
-    for reason, count in counts.items():
+    console.print(f"kept {summary.kept} of {summary.input} episodes -> {out}", highlight=False)
+    for reason, count in summary.dropped.items():
         console.print(
-            f"  dropped {count} {reason} (e.g. {result.details[reason]})",
+            f"  dropped {count} {reason} (e.g. {summary.examples[reason]})",
             markup=False,
             highlight=False,
         )
@@ -386,17 +364,20 @@ def loop_cmd(
     except (LoopInputError, RayBackendError) as e:
         raise fail(str(e)) from e
     table = Table("round", "failures", "synth / kept", "trained", "reward", "Δ [CI]", "verdict")
-    for r in summary["rounds"]:
-        c = r["compare"]
-        ci = c.get("ci")
+    for r in summary.rounds:
+        c = r.compare
         table.add_row(
-            str(r["round"]),
-            str(r["failures"]),
-            f"{r['synthesized']} / {r['kept']}",
-            "yes" if r["trained"] else "no",
-            f"{c['reward_before']:.3f} -> {c['reward_after']:.3f}" if c.get("compared") else "-",
-            f"{c['delta']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "-",
-            str(c.get("verdict", "-")),
+            str(r.round),
+            str(r.failures),
+            f"{r.synthesized} / {r.kept}",
+            "yes" if r.trained else "no",
+            f"{c.reward_before:.3f} -> {c.reward_after:.3f}"
+            if c.reward_before is not None and c.reward_after is not None
+            else "-",
+            f"{c.delta:+.3f} [{c.ci[0]:+.3f}, {c.ci[1]:+.3f}]"
+            if c.delta is not None and c.ci
+            else "-",
+            c.verdict or "-",
         )
     console.print(table)
     console.print(f"loop directory: {out} (summary.json, round_*/)", highlight=False)

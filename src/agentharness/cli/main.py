@@ -8,17 +8,15 @@ import os
 import platform
 import sys
 import time
-import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.table import Table
 
 import agentharness
 from agentharness.cli.app import app, console, err, fail, warn
-from agentharness.core.instance import Instance
 from agentharness.core.registry import (
     TASK_SOURCES,
     UnknownTaskError,
@@ -27,6 +25,10 @@ from agentharness.core.registry import (
     resolve_tasks,
 )
 from agentharness.core.task import TaskConfigError
+from agentharness.store.instances import read_instances
+
+if TYPE_CHECKING:
+    from agentharness.store.summary import RunSummary
 
 
 def parse_knobs(knobs: list[str] | None) -> dict[str, Any]:
@@ -41,32 +43,6 @@ def parse_knobs(knobs: list[str] | None) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key.strip()] = value
     return out
-
-
-def read_instances(path: Path) -> list[Instance]:
-    if not path.exists():
-        raise fail(
-            f"instances file {path} does not exist (make one with `bootcamp generate` or `bootcamp synth`)"
-        )
-    instances = []
-    for lineno, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            instances.append(Instance.model_validate_json(line))
-        except ValueError as e:
-            warnings.warn(
-                f"{path}:{lineno}: skipped a line that is not an instance ({str(e)[:120]})",
-                stacklevel=1,
-            )
-    if not instances:
-        raise fail(f"{path} holds no readable instances")
-    for inst in instances:
-        try:
-            get_task(inst.task)
-        except UnknownTaskError as e:
-            raise fail(f"{path}: {e}") from e
-    return instances
 
 
 @app.command()
@@ -186,7 +162,9 @@ def eval_(
     ] = None,
     concurrency: Annotated[int, typer.Option(help="episodes in flight")] = 8,
     episode_timeout: Annotated[float | None, typer.Option(help="seconds per episode")] = None,
-    max_turns: Annotated[int | None, typer.Option(help="override the task's turn budget")] = None,
+    max_turns: Annotated[
+        int | None, typer.Option(help="override the task's turn budget", min=1)
+    ] = None,
     temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="max new tokens per turn")] = None,
     tool_format: Annotated[
@@ -215,14 +193,20 @@ def eval_(
 ) -> None:
     """Run an agent on tasks; append every finished episode to OUT/episodes.jsonl."""
     from agentharness.agents import AgentError, make_agent
-    from agentharness.rollout.runner import plan, plan_instances, run
+    from agentharness.rollout.runner import distinct_instances, plan, plan_instances, run
     from agentharness.store.run import RunDir, RunDirError
 
     ray_config = ray_options(backend, address, workers)
 
     try:
         if instances is not None:
-            items = plan_instances(read_instances(instances), k=k)
+            loaded, repeated = distinct_instances(read_instances(instances))
+            if repeated:
+                warn(
+                    f"{instances}: dropped {repeated} line(s) repeating an instance already read "
+                    f"(same task, seed and config); {len(loaded)} distinct instances"
+                )
+            items = plan_instances(loaded, k=k)
             task_ids = sorted({it.instance.task for it in items if it.instance is not None})
         else:
             specs = resolve_tasks(tasks)
@@ -431,50 +415,39 @@ def _progress() -> Any:
     )
 
 
-def _nested_runs(path: Path) -> list[Path]:
-    """Run directories inside a loop directory (two levels deep), in order."""
-    from agentharness.store.run import EPISODES
-
-    return sorted(
-        p.parent for pattern in ("*/" + EPISODES, "*/*/" + EPISODES) for p in path.glob(pattern)
-    )
-
-
 def _print_report(run: Path, as_json: bool) -> None:
-    from agentharness.store.run import RunDir, RunDirError
+    """The per-task table (or JSON) of a run, or of every run in a loop directory."""
+    from agentharness.store.reader import load_runs, named_run_dirs
     from agentharness.store.summary import summarize
 
-    if run.is_dir() and not RunDir(run).episodes_path.exists() and _nested_runs(run):
-        # A loop directory: every run it holds, each under its own heading.
-        nested = _nested_runs(run)
+    named = named_run_dirs([run])
+    summaries: dict[str, RunSummary] = {}
+    for name, path in named:
+        loaded = load_runs([path], allow_empty=True)
+        for w in loaded.warnings:
+            warn(w)
+        summaries[name] = summarize(loaded.records)
+    if len(named) == 1 and named[0][1] == run:  # a run directory
+        (summary,) = summaries.values()
         if as_json:
-            print(
-                json.dumps(
-                    {
-                        str(p.relative_to(run)): summarize(list(RunDir(p).episodes()))
-                        for p in nested
-                    },
-                    indent=2,
-                )
-            )
-            return
-        for p in nested:
-            console.rule(str(p.relative_to(run)))
-            _print_report(p, as_json=False)
+            print(summary.model_dump_json(indent=2))
+        elif not summary.episodes:
+            console.print(f"{run}: no episodes yet")
+        else:
+            console.print(_summary_table(summary))
         return
-    try:
-        records = list(RunDir(run).episodes())
-    except RunDirError as e:
-        raise fail(str(e)) from e
-    summary = summarize(records)
+    # A loop directory: every run it holds, each under its own heading.
     if as_json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps({n: s.model_dump(mode="json") for n, s in summaries.items()}, indent=2))
         return
-    if not records:
-        console.print(f"{run}: no episodes yet")
-        return
+    for name, summary in summaries.items():
+        console.rule(name)
+        console.print(_summary_table(summary) if summary.episodes else f"{name}: no episodes yet")
+
+
+def _summary_table(summary: RunSummary) -> Table:
     # pass@k says something only with several samples per instance.
-    with_k = any(s["k"] > 1 for s in summary.values())
+    with_k = any(t.k > 1 for t in summary.tasks)
     table = Table(
         "task",
         "episodes",
@@ -484,20 +457,19 @@ def _print_report(run: Path, as_json: bool) -> None:
         "turns",
         "end reasons",
     )
-    for task, s in summary.items():
-        reasons = ", ".join(f"{k}={v}" for k, v in s["end_reasons"].items())
-        pass_k = s[f"pass@{s['k']}"]
-        passes = [f"{s['pass@1']:.2f}", f"{pass_k:.2f} (k={s['k']})"]
+    for t in summary.tasks:
+        reasons = ", ".join(f"{k}={v}" for k, v in t.end_reasons.items())
+        passes = [f"{t.pass_at[1]:.2f}", f"{t.pass_at_k:.2f} (k={t.k})"]
         table.add_row(
-            task,
-            str(s["episodes"]),
-            f"{s['mean_reward']:.3f}",
-            f"{s['success_rate']:.2f}",
+            t.task,
+            str(t.episodes),
+            f"{t.mean_reward:.3f}",
+            f"{t.success_rate:.2f}",
             *(passes if with_k else []),
-            f"{s['mean_turns']:.1f}",
+            f"{t.mean_turns:.1f}",
             reasons,
         )
-    console.print(table)
+    return table
 
 
 @app.command()
@@ -518,12 +490,9 @@ def report(
 ) -> None:
     """Per task: episodes, mean reward, success rate, pass@k and end reasons."""
     if html is not None:
-        from agentharness.loop.html_report import ReportError, write_html_report
+        from agentharness.loop.html_report import write_html_report
 
-        try:
-            console.print(f"wrote {write_html_report(run, html, viewer_url or None)}")
-        except ReportError as e:
-            raise fail(str(e)) from e
+        console.print(f"wrote {write_html_report(run, html, viewer_url or None)}")
         return
     _print_report(run, as_json)
 

@@ -182,7 +182,7 @@ def grpo_command(
         raise fail("give --tasks, --data or --instances")
     loaded = None
     if instances is not None:
-        from agentharness.cli.main import read_instances
+        from agentharness.store.instances import read_instances
 
         loaded = read_instances(instances)
     if data is not None and not data.is_file():

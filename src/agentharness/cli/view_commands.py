@@ -27,12 +27,9 @@ def view_command(
     ] = False,
 ) -> None:
     """Browse every episode of RUNS in a local web page: filter, read transcripts, compare runs."""
-    from agentharness.view import ViewerApp, ViewError, make_server
+    from agentharness.view import ViewerApp, make_server
 
-    try:
-        app_ = ViewerApp.from_paths(runs, index=False)
-    except ViewError as e:
-        raise fail(str(e)) from e
+    app_ = ViewerApp.from_paths(runs, index=False)  # a RunDirError is one line (cli.app)
     try:
         server = make_server(app_, host, port)
     except OSError as e:

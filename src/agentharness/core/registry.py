@@ -1,8 +1,12 @@
 """Task registry with versioned ids, and :func:`make`.
 
-Built-in tasks live in ``agentharness.tasks.<name>`` and expose ``TASK`` (a
-:class:`TaskSpec`). Other packages register tasks through the entry-point group
-``agentharness.tasks`` (``name = "pkg.module:TASK"``) or by calling :func:`register`.
+Tasks register next to their code, lazily (as Gymnasium's registry does): the built-in
+tasks name themselves in ``agentharness/tasks/__init__.py`` with
+``register_lazy("thermal", "agentharness.tasks.thermal:TASK")``, so importing the registry
+imports no simulator, :func:`get_task` ``("thermal")`` imports only thermal and
+:func:`all_tasks` imports them all. Other packages register tasks through the entry-point
+group ``agentharness.tasks`` (``name = "pkg.module:TASK"``, loaded the same lazy way, by
+its name) or by calling :func:`register` with a :class:`TaskSpec`.
 
 Task sources convert environments from elsewhere and are addressed by a prefix
 (``gym:FrozenLake-v1``, ``rg:leg_counting``, ``mcp:<command or URL>#<module:function>``).
@@ -15,8 +19,11 @@ from __future__ import annotations
 
 import importlib
 import re
+import threading
 import warnings
-from importlib.metadata import entry_points
+from collections import defaultdict
+from collections.abc import Iterable
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from agentharness.core.episode import Episode
@@ -24,20 +31,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.task import Budgets, TaskSpec
 
 ENTRY_POINT_GROUP = "agentharness.tasks"
-
-# The ten tasks of the suite, in the order of TASKS.md (text first, then vision).
-BUILTIN_TASKS: tuple[str, ...] = (
-    "battery",
-    "finance",
-    "robot_reach",
-    "thermal",
-    "molecule",
-    "harmony",
-    "escape_room",
-    "holdem",
-    "flange",
-    "tsp_vision",
-)
+BUILTIN_PACKAGE = "agentharness.tasks"
 
 # prefix -> (module, what it converts, an example address). Each module defines
 # ``load(rest: str) -> TaskSpec`` and raises :class:`UnknownTaskError` for a bad address.
@@ -61,7 +55,13 @@ TASK_SOURCES: dict[str, tuple[str, str, str]] = {
 _EXTRAS = {"gym": "gym", "rg": "reasoning-gym", "mcp": "mcp"}
 
 _REGISTRY: dict[str, TaskSpec[Any]] = {}
-_loaded = False
+# Task name -> where its TaskSpec (or a list of them) is, not imported until needed.
+_LAZY: dict[str, EntryPoint] = {}
+_imported: set[str] = set()  # names in _LAZY that have been loaded
+_builtins_named = False  # agentharness.tasks has run its register_lazy calls
+_plugins_named = False  # the entry-point group has been read
+_loaded = False  # every lazy entry has been loaded
+_lock = threading.RLock()
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -82,21 +82,87 @@ def register(spec: TaskSpec[Any]) -> TaskSpec[Any]:
     return spec
 
 
+def register_lazy(name: str, entry_point: str) -> None:
+    """Name a task whose spec is imported only when it is asked for.
+
+    ``entry_point`` is ``"package.module:ATTRIBUTE"``, the attribute a :class:`TaskSpec`
+    (or a list of them, all named ``name``). The first :func:`get_task` of ``name`` (or
+    :func:`all_tasks`) imports the module and registers what it finds.
+    """
+    if not _NAME.match(name):
+        raise ValueError(f"task name {name!r} must match {_NAME.pattern}")
+    module, sep, attr = entry_point.partition(":")
+    if not (sep and module and attr):
+        raise ValueError(f"entry point {entry_point!r} must read 'package.module:ATTRIBUTE'")
+    with _lock:
+        _LAZY.setdefault(name, EntryPoint(name=name, value=entry_point, group=ENTRY_POINT_GROUP))
+
+
+def _name_builtins() -> None:
+    global _builtins_named
+    if not _builtins_named:
+        _builtins_named = True
+        importlib.import_module(BUILTIN_PACKAGE)  # its register_lazy calls
+
+
+def _name_plugins() -> None:
+    global _plugins_named
+    if _plugins_named:
+        return
+    _plugins_named = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        _LAZY.setdefault(ep.name, ep)
+
+
+def _is_builtin(ep: EntryPoint) -> bool:
+    return ep.value.startswith(BUILTIN_PACKAGE + ".")
+
+
+def _load(name: str) -> None:
+    """Import the lazily registered task ``name`` (once), if there is one."""
+    ep = _LAZY.get(name)
+    if ep is None or name in _imported:
+        return
+    _imported.add(name)
+    try:
+        obj = ep.load()
+        for spec in obj if isinstance(obj, list | tuple) else [obj]:
+            register(spec)
+    except Exception as e:
+        if _is_builtin(ep):
+            _imported.discard(name)  # say it again next time: a built-in task must load
+            raise
+        # a broken plugin must not break the built-in tasks
+        warnings.warn(f"could not load task entry point {ep.name!r}: {e}", stacklevel=3)
+
+
+def _load_name(name: str) -> None:
+    """Make every registration of the task ``name`` that can be found by name."""
+    with _lock:
+        _name_builtins()
+        if name not in _LAZY:
+            _name_plugins()
+        _load(name)
+
+
 def _load_all() -> None:
     global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for name in BUILTIN_TASKS:
-        module = importlib.import_module(f"agentharness.tasks.{name}")
-        register(module.TASK)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            obj = ep.load()
-            for spec in obj if isinstance(obj, list | tuple) else [obj]:
-                register(spec)
-        except Exception as e:  # a broken plugin must not break the built-in tasks
-            warnings.warn(f"could not load task entry point {ep.name!r}: {e}", stacklevel=2)
+    with _lock:
+        if _loaded:
+            return
+        _loaded = True
+        _name_builtins()
+        _name_plugins()
+        for name in list(_LAZY):
+            _load(name)
+
+
+def builtin_task_names() -> tuple[str, ...]:
+    """The names of the tasks that ship in :mod:`agentharness.tasks`, in its order (the
+    order of TASKS.md), without importing any of them."""
+    with _lock:
+        _name_builtins()
+        return tuple(n for n, ep in _LAZY.items() if _is_builtin(ep))
 
 
 def all_tasks() -> list[TaskSpec[Any]]:
@@ -134,9 +200,20 @@ def _from_source(address: str) -> TaskSpec[Any]:
     return register(spec)
 
 
+def _registered(name: str, version: int | None) -> TaskSpec[Any] | None:
+    if version is not None:
+        return _REGISTRY.get(f"{name}-v{version}")
+    versions = [s for s in _REGISTRY.values() if s.name == name]
+    return max(versions, key=lambda s: s.version) if versions else None
+
+
 def get_task(task_id: str) -> TaskSpec[Any]:
-    """Look up ``name-vN``, ``name`` for its latest version, or a source address."""
-    _load_all()
+    """Look up ``name-vN``, ``name`` for its latest version, or a source address.
+
+    Imports only what it needs: the task ``name`` registered lazily, else the task
+    sources' module for a prefixed address, and every plugin only when the name is not
+    found otherwise.
+    """
     prefix, sep, rest = task_id.partition(":")
     if sep:
         if prefix.strip() in TASK_SOURCES:
@@ -150,24 +227,33 @@ def get_task(task_id: str) -> TaskSpec[Any]:
         raise UnknownTaskError(
             f"'{task_id}' is not a task id (expected e.g. 'escape_room' or 'escape_room-v1')"
         )
-    if version is not None:
-        spec = _REGISTRY.get(f"{name}-v{version}")
-        if spec is not None:
-            return spec
-        current = [s.id for s in _REGISTRY.values() if s.name == name]
-        if current:
-            raise UnknownTaskError(
-                f"{name} has no version {version} here (registered: {', '.join(sorted(current))}); "
-                "a change to a task's instances or rewards is a new version and the old one is "
-                f"retired, so its logs replay only with the agentharness that made them. Use "
-                f"'{name}' for the current version."
-            )
-    else:
-        versions = [s for s in _REGISTRY.values() if s.name == name]
-        if versions:
-            return max(versions, key=lambda s: s.version)
+    _load_name(name)
+    spec = _registered(name, version)
+    if spec is None and not any(s.name == name for s in _REGISTRY.values()):
+        _load_all()  # a plugin may register a task under another name than its own
+        spec = _registered(name, version)
+    if spec is not None:
+        return spec
+    current = sorted(s.id for s in _REGISTRY.values() if s.name == name)
+    if current:
+        raise UnknownTaskError(
+            f"{name} has no version {version} here (registered: {', '.join(current)}); "
+            "a change to a task's instances or rewards is a new version and the old one is "
+            f"retired, so its logs replay only with the agentharness that made them. Use "
+            f"'{name}' for the current version."
+        )
     known = ", ".join(s.id for s in all_tasks())
     raise UnknownTaskError(f"unknown task '{task_id}'. Known tasks: {known}")
+
+
+def group_versions(task_ids: Iterable[str]) -> dict[str, list[str]]:
+    """Task name -> the versioned ids among ``task_ids`` (sorted), names sorted: what the
+    loop and the exporters check before pooling runs (versions differ in instances and
+    rewards)."""
+    by_name: dict[str, set[str]] = defaultdict(set)
+    for task_id in task_ids:
+        by_name[split_task_id(task_id)[0]].add(task_id)
+    return {name: sorted(ids) for name, ids in sorted(by_name.items())}
 
 
 def resolve_tasks(spec: str) -> list[TaskSpec[Any]]:

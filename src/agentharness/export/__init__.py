@@ -6,8 +6,11 @@
   (with tool/interaction configs from :mod:`agentharness.export.verl`), TRL JSONL, and GRPO
   groups with normalized advantages.
 
-Every exporter is a pure function of its input records; bad input raises
-:class:`~agentharness.export.common.ExportError` with a message saying what to fix.
+Every exporter is a pure function of its input records. Runs are read by
+:func:`agentharness.store.load_runs`: unusable runs raise
+:class:`~agentharness.store.run.RunDirError`; readable input an exporter cannot use (mixed
+task versions, a bad format) raises :class:`~agentharness.export.common.ExportError`;
+both say what to fix.
 """
 
 from agentharness.export.common import ExportError

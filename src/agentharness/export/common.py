@@ -1,7 +1,10 @@
-"""Shared pieces of the exporters: reading runs safely, version checks, image files.
+"""Shared pieces of the exporters: version checks, image files, message helpers.
 
-Every exporter is a pure function of its input records (plus the output location, for
-image files): the same runs always give the same rows in the same order.
+Exporters read runs with :func:`agentharness.store.load_runs` (unusable input raises
+:class:`~agentharness.store.run.RunDirError`; skipped lines are said as
+:class:`~agentharness.store.run.CorruptLineWarning`). Every exporter is a pure function of
+its input records (plus the output location, for image files): the same runs always give
+the same rows in the same order.
 """
 
 from __future__ import annotations
@@ -9,77 +12,23 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
-from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from agentharness.core.messages import ImagePart, Message, TextPart
-from agentharness.core.registry import split_task_id
-from agentharness.store.run import CorruptLineWarning, RunDir, RunDirError
+from agentharness.core.registry import group_versions, split_task_id
 from agentharness.store.schema import EpisodeRecord
 
 
 class ExportError(ValueError):
-    """Input an exporter cannot use; the message says what was wrong and how to fix it."""
+    """Readable input an exporter cannot use (mixed task versions, a bad format, groups of
+    the wrong size...); the message says what was wrong and how to fix it."""
 
 
 def task_name(task_id: str) -> str:
     """``escape_room-v1`` -> ``escape_room``."""
     return split_task_id(task_id)[0]
-
-
-def load_runs(
-    run_dirs: Iterable[str | Path], *, resolve_images: bool = False
-) -> list[EpisodeRecord]:
-    """Every readable episode of ``run_dirs``, in order; clear errors for unusable input.
-
-    A missing path, a file, or a directory without ``episodes.jsonl`` raises
-    :class:`ExportError`; so does a run in which no line is an episode record (a
-    foreign ``episodes.jsonl``). Corrupt or truncated lines are skipped with a
-    :class:`~agentharness.store.run.CorruptLineWarning`, never fatal.
-    """
-    paths = [Path(p) for p in run_dirs]
-    if not paths:
-        raise ExportError(
-            "no run directories given; pass one or more directories made by `bootcamp eval`"
-        )
-    records: list[EpisodeRecord] = []
-    for path in paths:
-        run = RunDir(path)
-        skipped = 0
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", CorruptLineWarning)
-                found = list(run.episodes(resolve_images=resolve_images))
-        except RunDirError as e:
-            raise ExportError(str(e)) from e
-        except FileNotFoundError as e:
-            raise ExportError(
-                f"{path}: an image the log refers to is missing ({e.filename})"
-            ) from e
-        for w in caught:
-            if issubclass(w.category, CorruptLineWarning):
-                skipped += 1
-            # Re-emit so callers (and the CLI) still see every skipped line.
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        if not found and skipped:
-            raise ExportError(
-                f"{path} holds no episode records ({skipped} unreadable lines); "
-                "is it a run directory made by `bootcamp eval`?"
-            )
-        if not found:
-            raise ExportError(f"{path} has no episodes yet (its {run.episodes_path.name} is empty)")
-        records.extend(found)
-    return records
-
-
-def version_mix(task_ids: Iterable[str]) -> dict[str, list[str]]:
-    """Task names that appear under more than one version: ``{name: [ids...]}``."""
-    by_name: dict[str, set[str]] = defaultdict(set)
-    for task_id in task_ids:
-        by_name[task_name(task_id)].add(task_id)
-    return {name: sorted(ids) for name, ids in sorted(by_name.items()) if len(ids) > 1}
 
 
 def check_versions(task_ids: Iterable[str], *, allow_mixed: bool = False) -> None:
@@ -89,7 +38,7 @@ def check_versions(task_ids: Iterable[str], *, allow_mixed: bool = False) -> Non
     training set is usually a mistake; with ``allow_mixed`` every row keeps its
     versioned task id and only a warning is given.
     """
-    mixed = version_mix(task_ids)
+    mixed = {n: ids for n, ids in group_versions(task_ids).items() if len(ids) > 1}
     if not mixed:
         return
     listed = "; ".join(f"{name}: {', '.join(ids)}" for name, ids in mixed.items())

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from agentharness.core.messages import ImagePart, Message, TextPart
-from agentharness.export.common import ExportError, check_versions, load_runs
+from agentharness.export.common import ExportError, check_versions
+from agentharness.store.reader import load_runs
 from agentharness.store.schema import EpisodeRecord
 from agentharness.view.pages import message_kinds
 
@@ -247,7 +248,7 @@ def export_inspect(
         from inspect_ai.log import write_eval_log
     except ImportError as e:
         raise ExportError(f"{HINT} ({e})") from e
-    records = load_runs(run_dirs, resolve_images=True)
+    records = load_runs(run_dirs, resolve_images=True).emit_warnings().records
     check_versions((r.task for r in records), allow_mixed=allow_mixed_versions)
     name = "+".join(Path(p).resolve().name for p in run_dirs)
     log = eval_log(records, name=name)

@@ -77,10 +77,10 @@ from agentharness.export.common import (
     ImageStore,
     check_versions,
     image_ref,
-    load_runs,
     prompt_messages,
     write_jsonl,
 )
+from agentharness.store.reader import load_runs
 from agentharness.store.schema import EpisodeRecord
 
 RLFormat = Literal["verl", "trl"]
@@ -356,7 +356,7 @@ def export_rl(
             raise ExportError("the instances file holds no instances")
         items = items_from_instances(instances)
     else:
-        records = load_runs(run_dirs or [], resolve_images=True)
+        records = load_runs(run_dirs or [], resolve_images=True).emit_warnings().records
         items = items_from_records(records)
     check_versions((it.instance.task for it in items), allow_mixed=allow_mixed_versions)
     if format == "verl":
@@ -445,7 +445,7 @@ def export_groups(
     allow_mixed_versions: bool = False,
 ) -> int:
     """Write the GRPO groups of ``run_dirs`` as JSONL; returns the number of groups."""
-    records = load_runs(run_dirs)
+    records = load_runs(run_dirs).emit_warnings().records
     check_versions((r.task for r in records), allow_mixed=allow_mixed_versions)
     rows = grpo_groups(records, k=k, eps=eps)
     if not rows:

@@ -55,11 +55,11 @@ from agentharness.export.common import (
     ImageStore,
     check_versions,
     image_ref,
-    load_runs,
     parse_arguments,
     text_of,
     write_jsonl,
 )
+from agentharness.store.reader import load_runs
 from agentharness.store.schema import EpisodeRecord
 
 ToolFormat = Literal["native", "text"]
@@ -171,7 +171,7 @@ def sft_rows(
 ) -> list[dict[str, Any]]:
     """SFT rows for ``records`` (see the module docstring for the layout).
 
-    Records must hold their images inline (``RunDir.episodes(resolve_images=True)``);
+    Records must hold their images inline (``load_runs(..., resolve_images=True)``);
     with ``image_store`` the PNGs are written to files and rows refer to their paths,
     otherwise rows keep ``data:`` URLs. Pure: same records, same rows.
     """
@@ -233,11 +233,11 @@ def export_sft(
     is written as is with a warning (TRL's ``SFTTrainer`` takes the whole file for a vision
     dataset, so a text-only model refuses it and a vision model gets empty image lists);
     ``split_modality`` writes the two kinds to :func:`modality_paths` ``(out)`` instead, each
-    only when it has rows. Raises :class:`~agentharness.export.common.ExportError` for
-    missing or foreign run directories and for runs that mix versions of a task (unless
-    ``allow_mixed_versions``).
+    only when it has rows. Raises :class:`~agentharness.store.run.RunDirError` for missing or
+    foreign run directories and :class:`~agentharness.export.common.ExportError` for runs
+    that mix versions of a task (unless ``allow_mixed_versions``).
     """
-    records = load_runs(run_dirs, resolve_images=True)
+    records = load_runs(run_dirs, resolve_images=True).emit_warnings().records
     check_versions((r.task for r in records), allow_mixed=allow_mixed_versions)
     store = ImageStore(images_dir_for(out)) if images and tool_format == "native" else None
     rows = sft_rows(

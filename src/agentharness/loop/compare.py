@@ -19,7 +19,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
-from agentharness.loop.runs import LoopInputError, task_versions
+from agentharness.core.registry import group_versions
+from agentharness.loop.checks import LoopInputError
 from agentharness.store.schema import EpisodeRecord
 
 OVERALL = "overall"
@@ -176,7 +177,7 @@ def _compare_group(
 
 def check_same_versions(a: Iterable[EpisodeRecord], b: Iterable[EpisodeRecord]) -> None:
     """Raise when a task appears in different versions in the two runs."""
-    va, vb = task_versions(a), task_versions(b)
+    va, vb = group_versions(r.task for r in a), group_versions(r.task for r in b)
     for name in sorted(set(va) & set(vb)):
         if va[name] != vb[name]:
             raise LoopInputError(

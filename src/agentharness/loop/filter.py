@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentharness.store.run import RunDir
 from agentharness.store.schema import EpisodeRecord
 
 DROP_REASONS = (
@@ -72,6 +74,39 @@ class FilterResult:
 
     def counts(self) -> dict[str, int]:
         return {r: len(self.dropped[r]) for r in DROP_REASONS if self.dropped.get(r)}
+
+    def summary(self) -> FilterSummary:
+        return FilterSummary(
+            input=self.total, kept=len(self.kept), dropped=self.counts(), examples=self.details
+        )
+
+
+class FilterSummary(BaseModel):
+    """What filtering did, as ``bootcamp filter --json`` prints it and the loop records it."""
+
+    input: int
+    kept: int
+    dropped: dict[str, int] = Field(description="episodes dropped per reason, in check order")
+    examples: dict[str, str] = Field(
+        default_factory=dict, description="one dropped episode per reason, with the detail"
+    )
+
+
+def write_filtered(
+    out: Path, result: FilterResult, criteria: FilterCriteria, sources: Sequence[str | Path]
+) -> None:
+    """Write the kept episodes as the run directory ``out`` (its ``run.json`` says how)."""
+    RunDir(out).write_all(
+        result.kept,
+        {
+            "command": "filter",
+            "sources": [str(s) for s in sources],
+            "criteria": criteria.model_dump(mode="json"),
+            "input_episodes": result.total,
+            "kept": len(result.kept),
+            "dropped": result.counts(),
+        },
+    )
 
 
 def estimated_tokens(record: EpisodeRecord) -> int:
@@ -166,9 +201,11 @@ __all__ = [
     "DROP_REASONS",
     "FilterCriteria",
     "FilterResult",
+    "FilterSummary",
     "action_key",
     "drop_reason",
     "estimated_tokens",
     "filter_records",
     "malformed_reason",
+    "write_filtered",
 ]

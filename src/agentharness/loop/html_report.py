@@ -3,18 +3,24 @@
 One file, no external assets: plots are drawn with matplotlib's Agg canvas (no display,
 no global backend change) and embedded as base64 PNG ``<img>`` tags. Sections:
 
-* overview: per run and task, episodes, mean reward, success, pass@k, turns, end reasons;
+* overview: per run and task, episodes, mean reward, success, pass@k, turns, end reasons
+  (:func:`agentharness.store.summarize`, as ``bootcamp report`` prints them);
 * one section per task (``id="task-<task id>"``): reward distribution of every run, end
   reasons, and the failure clusters of that task;
 * failure clusters: from each ``mine.json`` found in the loop directory (``bootcamp mine``'s
-  JSON), otherwise a grouping of the failed episodes by task x end reason x difficulty;
+  :class:`~agentharness.loop.mine.MineReport`), otherwise ``bootcamp mine``'s clusters of
+  each run, computed here;
 * before/after, for a loop directory: per ``round_k``, the held-out run before training
   (``round_k/heldout_before``, or the previous round's ``heldout_after``) against
-  ``round_k/heldout_after``, and ``round_k/compare.json`` when present.
+  ``round_k/heldout_after``, and ``round_k/compare.json``
+  (:class:`~agentharness.loop.compare.CompareReport`) when present.
 
 A loop directory is any directory holding run directories (``episodes.jsonl``) up to
-three levels down. Corrupt lines are skipped and listed in the report; tasks are reported
-by versioned id, so a mix of versions shows as separate sections (with a note).
+three levels down; runs are found, named and read as everywhere else
+(:func:`agentharness.store.named_run_dirs`, :func:`agentharness.store.load_runs`), and
+unusable input is a :class:`~agentharness.store.run.RunDirError`. Corrupt lines are
+skipped and listed in the report; tasks are reported by versioned id, so a mix of
+versions shows as separate sections (with a note).
 """
 
 from __future__ import annotations
@@ -25,24 +31,24 @@ import io
 import json
 import re
 import statistics
-import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from agentharness.loop.runs import task_versions
-from agentharness.store.run import EPISODES, CorruptLineWarning, RunDir, RunDirError, find_run_dirs
+from pydantic import BaseModel, ValidationError
+
+from agentharness.core.registry import group_versions
+from agentharness.loop.compare import CompareReport
+from agentharness.loop.mine import FailureCluster, MineReport, mine
+from agentharness.store.reader import load_runs, named_run_dirs
+from agentharness.store.run import RunDirError
 from agentharness.store.schema import EpisodeRecord
-from agentharness.store.summary import summarize
+from agentharness.store.summary import RunSummary, summarize
 
 MAX_PLOTTED_RUNS = 8
 MAX_TABLE_ROWS = 40
-
-
-class ReportError(ValueError):
-    """A path the report cannot be made from."""
 
 
 @dataclass
@@ -50,37 +56,38 @@ class LoadedRun:
     name: str
     path: Path
     records: list[EpisodeRecord]
-    warnings: list[str] = field(default_factory=list)
+    summary: RunSummary
+
+
+@dataclass
+class Round:
+    """One round of a loop directory: the held-out runs before and after, and compare.json."""
+
+    name: str
+    before: LoadedRun | None
+    after: LoadedRun | None
+    compare: CompareReport | None
 
 
 @dataclass
 class ReportData:
     source: Path
     runs: list[LoadedRun]
-    mined: list[tuple[str, Any]]  # (relative path, parsed mine.json)
-    rounds: list[dict[str, Any]]  # {"name", "before", "after", "compare"}
-    notes: list[str]
+    mined: list[tuple[str, MineReport]]  # (path relative to the source, mine.json)
+    rounds: list[Round]
+    notes: list[str] = field(default_factory=list)
 
 
 # -- discovery ------------------------------------------------------------------------
 
 
-def _load_run(path: Path, name: str) -> LoadedRun:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", CorruptLineWarning)
-        try:
-            records = list(RunDir(path).episodes())
-        except RunDirError as e:
-            raise ReportError(str(e)) from e
-    notes = [str(w.message) for w in caught if issubclass(w.category, CorruptLineWarning)]
-    return LoadedRun(name=name, path=path, records=records, warnings=notes)
-
-
-def _read_json(path: Path, notes: list[str]) -> Any:
+def _read_model(path: Path, model: type[Any], notes: list[str]) -> Any:
+    """``path`` read as ``model`` (a stage's JSON report), or ``None`` with a note why not."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        notes.append(f"{path}: unreadable JSON ({e})")
+        return model.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError) as e:
+        what = e.strerror if isinstance(e, OSError) else f"not a {model.__name__}"
+        notes.append(f"{path}: left out ({what})")
         return None
 
 
@@ -92,39 +99,28 @@ def _round_key(p: Path) -> tuple[int, str]:
 def collect(path: Path) -> ReportData:
     """Everything the report shows, read from a run directory or a loop directory."""
     path = Path(path)
-    if not path.exists():
-        raise ReportError(f"{path} does not exist; pass a run directory or a loop directory")
-    if not path.is_dir():
-        raise ReportError(f"{path} is not a directory; pass a run directory or a loop directory")
-    run_dirs = find_run_dirs(path)
-    if not run_dirs:
-        raise ReportError(
-            f"{path} holds no run directory (no {EPISODES} up to three levels down); "
-            "make one with `bootcamp eval --out`"
-        )
     notes: list[str] = []
     runs: list[LoadedRun] = []
-    for d in run_dirs:
-        name = "." if d == path else d.relative_to(path).as_posix()
-        run = _load_run(d, name if name != "." else path.resolve().name)
-        notes.extend(run.warnings)
-        if run.records:
-            runs.append(run)
+    for name, d in named_run_dirs([path]):
+        loaded = load_runs([d], allow_empty=True)
+        notes.extend(loaded.warnings)
+        if loaded.records:
+            runs.append(LoadedRun(name, d, loaded.records, summarize(loaded.records)))
         else:
             notes.append(f"{d}: no readable episodes (left out)")
     if not runs:
-        raise ReportError(f"{path}: no readable episodes in any run directory")
+        raise RunDirError(f"{path}: no readable episodes in any run directory")
 
     mined = []
     for p in sorted(
         {*path.glob("mine.json"), *path.glob("*/mine.json"), *path.glob("*/*/mine.json")}
     ):
-        data = _read_json(p, notes)
-        if data is not None:
-            mined.append((p.relative_to(path).as_posix(), data))
+        report = _read_model(p, MineReport, notes)
+        if report is not None:
+            mined.append((p.relative_to(path).as_posix(), report))
 
     by_path = {r.path.resolve(): r for r in runs}
-    rounds: list[dict[str, Any]] = []
+    rounds: list[Round] = []
     previous_after: LoadedRun | None = None
     round_dirs = sorted((p for p in path.glob("round_*") if p.is_dir()), key=_round_key)
     for rd in [path, *round_dirs]:
@@ -132,26 +128,19 @@ def collect(path: Path) -> ReportData:
             previous_after if rd != path else None
         )
         after = by_path.get((rd / "heldout_after").resolve())
+        compare_json = rd / "compare.json"
         compare = (
-            _read_json(rd / "compare.json", notes) if (rd / "compare.json").is_file() else None
+            _read_model(compare_json, CompareReport, notes) if compare_json.is_file() else None
         )
         if (before and after) or compare is not None:
-            rounds.append(
-                {
-                    "name": rd.name if rd != path else path.name,
-                    "before": before,
-                    "after": after,
-                    "compare": compare,
-                }
-            )
+            rounds.append(Round(rd.name if rd != path else path.name, before, after, compare))
         if after is not None:
             previous_after = after
 
-    versions = task_versions(r for run in runs for r in run.records)
-    for name, ids in versions.items():
+    for name, ids in group_versions(r.task for run in runs for r in run.records).items():
         if len(ids) > 1:
             notes.append(
-                f"task {name} appears under several versions ({', '.join(sorted(ids))}); "
+                f"task {name} appears under several versions ({', '.join(ids)}); "
                 "each version is reported separately"
             )
     return ReportData(source=path, runs=runs, mined=mined, rounds=rounds, notes=notes)
@@ -277,111 +266,81 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
 
-def _render_json(data: Any) -> str:
-    """A readable rendering of JSON whose layout is not known in advance."""
-    if isinstance(data, list) and data and all(isinstance(x, dict) for x in data):
-        keys: list[str] = []
-        for x in data:
-            keys.extend(k for k in x if k not in keys)
-        return _table(keys, [[x.get(k, "") for k in keys] for x in data])
-    if isinstance(data, dict) and all(not isinstance(v, dict | list) for v in data.values()):
-        return _table(["field", "value"], [[k, v] for k, v in data.items()])
-    text = json.dumps(data, indent=2, ensure_ascii=False)
-    if len(text) > 20000:
-        text = text[:20000] + "\n..."
-    return f"<pre>{html.escape(text)}</pre>"
+def _fields(model: BaseModel, *names: str) -> str:
+    """A field/value table of some fields of a report."""
+    return _table(["field", "value"], [[n, getattr(model, n)] for n in names])
 
 
-def _clusters_of(data: Any) -> list[dict[str, Any]] | None:
-    """The cluster list of a mine.json (``{"clusters": [...]}`` or a bare list)."""
-    if isinstance(data, dict):
-        data = data.get("clusters")
-    if isinstance(data, list) and all(isinstance(x, dict) for x in data):
-        return data
-    return None
+@dataclass(frozen=True)
+class _ClusterRow:
+    """A failure cluster and where it comes from: a run (computed here) or a mine.json."""
+
+    origin: str
+    cluster: FailureCluster
+    run: str | None = None  # the run holding its episodes, when known
 
 
-def _computed_clusters(runs: list[LoadedRun]) -> list[dict[str, Any]]:
+def _computed_clusters(runs: list[LoadedRun]) -> list[_ClusterRow]:
     """``bootcamp mine``'s clusters of each run, biggest first (for runs without mine.json)."""
-    from agentharness.loop.mine import mine
+    rows = [
+        _ClusterRow(run.name, c, run.name)
+        for run in runs
+        for c in mine(run.records, examples=2).clusters
+    ]
+    rows.sort(
+        key=lambda r: (
+            -r.cluster.failures,
+            r.origin,
+            r.cluster.task,
+            r.cluster.end_reason,
+            r.cluster.difficulty,
+        )
+    )
+    return rows
 
-    out: list[dict[str, Any]] = []
-    for run in runs:
-        for cluster in mine(run.records, examples=2).clusters:
-            row = cluster.model_dump(
-                include={"task", "difficulty", "end_reason", "weakest", "failures", "episodes"}
+
+def _cluster_table(rows: list[_ClusterRow], origin: str, viewer: str | None = None) -> str:
+    """Clusters with links into the viewer: a run's failures, and example episodes."""
+    cols = [origin, "task", "difficulty", "end_reason", "weakest", "failures", "episodes"]
+    cols += ["rate", "mean_reward", "off_preset", "examples"]
+    table = []
+    for row in rows:
+        c = row.cluster
+        ids = [e.episode_id for e in c.examples[:2]]
+        examples = ", ".join(
+            _viewer_link(viewer, "/episode", i, run=row.run, id=i)
+            if row.run
+            else _viewer_link(viewer, "/", i, q=i)  # mine.json: any run holding it
+            for i in ids
+        )
+        failures: Any = c.failures
+        if row.run and viewer:
+            failures = _viewer_link(
+                viewer,
+                "/",
+                str(c.failures),
+                run=row.run,
+                task=c.task,
+                end_reason=c.end_reason,
+                difficulty=c.difficulty,
+                success="no",
             )
-            row.update(
-                run=run.name,
-                rate=cluster.rate,
-                mean_reward=cluster.mean_reward,
-                examples=[e.episode_id for e in cluster.examples],
-            )
-            out.append(row)
-    out.sort(key=lambda c: (-c["failures"], c["run"], c["task"], c["end_reason"], c["difficulty"]))
-    return out
-
-
-CLUSTER_COLUMNS = (
-    "task",
-    "difficulty",
-    "end_reason",
-    "weakest",
-    "failures",
-    "episodes",
-    "rate",
-    "mean_reward",
-)
-
-
-def _cluster_table(
-    clusters: list[dict[str, Any]], extra_first: str | None = None, viewer: str | None = None
-) -> str:
-    known = [c for c in CLUSTER_COLUMNS if any(c in x for x in clusters)]
-    if not known:
-        return _render_json(clusters)
-    cols = ([extra_first] if extra_first else []) + known
-    if any("off_preset" in x for x in clusters):
-        cols.append("off_preset")
-    if any("examples" in x for x in clusters):
-        cols.append("examples")
-    rows = []
-    for c in clusters:
-        row = []
-        for col in cols:
-            value = c.get(col, "")
-            if col == "examples" and isinstance(value, list):
-                ids = [
-                    str(e.get("episode_id", e)) if isinstance(e, dict) else str(e)
-                    for e in value[:2]
-                ]
-                value = _Html(
-                    ", ".join(
-                        _viewer_link(viewer, "/episode", i, run=c["run"], id=i)
-                        if "run" in c
-                        else _viewer_link(viewer, "/", i, q=i)  # mine.json: any run holding it
-                        for i in ids
-                    )
-                )
-            elif col == "failures" and "run" in c and viewer:
-                value = _viewer_link(
-                    viewer,
-                    "/",
-                    str(value),
-                    run=c["run"],
-                    task=c.get("task"),
-                    end_reason=c.get("end_reason"),
-                    difficulty=c.get("difficulty"),
-                    success="no",
-                )
-            row.append(value)
-        rows.append(row)
-    return _table(cols, rows)
-
-
-def _task_matches(cluster: dict[str, Any], task: str) -> bool:
-    t = str(cluster.get("task", ""))
-    return t == task or (bool(t) and task.startswith(t + "-v"))
+        table.append(
+            [
+                row.origin,
+                c.task,
+                c.difficulty,
+                c.end_reason,
+                c.weakest,
+                failures,
+                c.episodes,
+                c.rate,
+                c.mean_reward,
+                c.off_preset,
+                _Html(examples),
+            ]
+        )
+    return _table(cols, table)
 
 
 def _se(values: list[float]) -> float:
@@ -391,55 +350,44 @@ def _se(values: list[float]) -> float:
 def _before_after_rows(before: LoadedRun, after: LoadedRun) -> list[dict[str, Any]]:
     b: dict[str, list[float]] = defaultdict(list)
     a: dict[str, list[float]] = defaultdict(list)
-    bs: dict[str, list[float]] = defaultdict(list)
-    as_: dict[str, list[float]] = defaultdict(list)
     for r in before.records:
         b[r.task].append(r.reward.total)
-        bs[r.task].append(float(r.reward.success))
     for r in after.records:
         a[r.task].append(r.reward.total)
-        as_[r.task].append(float(r.reward.success))
     rows = []
     for task in sorted(set(a) & set(b)):
+        sb, sa = before.summary.task(task), after.summary.task(task)
+        assert sb is not None and sa is not None
         rows.append(
             {
                 "task": task,
-                "before": statistics.fmean(b[task]),
-                "after": statistics.fmean(a[task]),
+                "before": sb.mean_reward,
+                "after": sa.mean_reward,
                 "before_se": _se(b[task]),
                 "after_se": _se(a[task]),
-                "success_before": statistics.fmean(bs[task]),
-                "success_after": statistics.fmean(as_[task]),
-                "n_before": len(b[task]),
-                "n_after": len(a[task]),
+                "success_before": sb.success_rate,
+                "success_after": sa.success_rate,
+                "n_before": sb.episodes,
+                "n_after": sa.episodes,
             }
         )
     return rows
 
 
-def _compare_table(data: Any) -> str:
-    tasks = data.get("tasks") if isinstance(data, dict) else None
-    if not (isinstance(tasks, list) and all(isinstance(t, dict) and "task" in t for t in tasks)):
-        return _render_json(data)
+def _compare_table(report: CompareReport) -> str:
     rows = []
-    overall = data.get("overall")
-    for t in [*tasks, *([overall] if isinstance(overall, dict) else [])]:
-        rw = t.get("reward") if isinstance(t.get("reward"), dict) else {}
-        sc = t.get("success") if isinstance(t.get("success"), dict) else {}
-        ci = rw.get("ci")
-        ci_text = (
-            f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if isinstance(ci, list | tuple) and len(ci) == 2 else ""
-        )
+    for t in [*report.tasks, *([report.overall] if report.overall else [])]:
+        ci = t.reward.ci
         rows.append(
             [
-                t.get("task"),
-                rw.get("a", ""),
-                rw.get("b", ""),
-                rw.get("delta", ""),
-                ci_text,
-                sc.get("a", ""),
-                sc.get("b", ""),
-                t.get("verdict", ""),
+                t.task,
+                t.reward.a,
+                t.reward.b,
+                t.reward.delta,
+                f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "",
+                t.success.a,
+                t.success.b,
+                t.verdict,
             ]
         )
     return _table(
@@ -464,13 +412,9 @@ def _slug(task: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", task)
 
 
-def render(data: ReportData, viewer: str | None = None) -> str:
-    """The report page for collected data; with ``viewer`` (the URL of ``bootcamp view``),
-    runs, tasks, failure groups and example episodes link into the viewer."""
-    parts: list[str] = []
-    tasks = sorted({r.task for run in data.runs for r in run.records})
+def _header(data: ReportData, tasks: list[str], viewer: str | None) -> list[str]:
     n_episodes = sum(len(run.records) for run in data.runs)
-    parts.append(f"<h1>agentharness report: {html.escape(str(data.source))}</h1>")
+    parts = [f"<h1>agentharness report: {html.escape(str(data.source))}</h1>"]
     parts.append(
         f'<p class="note">{len(data.runs)} run(s), {n_episodes} episodes, {len(tasks)} task(s)</p>'
     )
@@ -488,133 +432,88 @@ def render(data: ReportData, viewer: str | None = None) -> str:
     if data.notes:
         items = "".join(f"<li>{html.escape(n)}</li>" for n in data.notes)
         parts.append(f"<h2>Notes</h2><ul>{items}</ul>")
+    return parts
 
-    # Overview
-    parts.append("<h2>Overview</h2>")
+
+def _overview(data: ReportData, tasks: list[str], viewer: str | None) -> list[str]:
     rows = []
-    summaries = {run.name: summarize(run.records) for run in data.runs}
     for run in data.runs:
-        for task, s in summaries[run.name].items():
-            reasons = ", ".join(f"{k}={v}" for k, v in s["end_reasons"].items())
-            pass_k = s["pass@{}".format(s["k"])]
+        for s in run.summary.tasks:
             rows.append(
                 [
-                    _viewer_link(viewer, "/", run.name, run=run.name, task=task),
-                    task,
-                    s["episodes"],
-                    s["mean_reward"],
-                    s["success_rate"],
-                    s["pass@1"],
-                    f"{pass_k:.2f} (k={s['k']})",
-                    f"{s['mean_turns']:.1f}",
-                    reasons,
+                    _viewer_link(viewer, "/", run.name, run=run.name, task=s.task),
+                    s.task,
+                    s.episodes,
+                    s.mean_reward,
+                    s.success_rate,
+                    s.pass_at[1],
+                    f"{s.pass_at_k:.2f} (k={s.k})",
+                    f"{s.mean_turns:.1f}",
+                    ", ".join(f"{k}={v}" for k, v in s.end_reasons.items()),
                 ]
             )
-    parts.append(
-        _table(
-            [
-                "run",
-                "task",
-                "episodes",
-                "mean reward",
-                "success",
-                "pass@1",
-                "pass@k",
-                "turns",
-                "end reasons",
-            ],
-            rows,
-        )
-    )
+    headers = ["run", "task", "episodes", "mean reward", "success", "pass@1", "pass@k", "turns"]
+    parts = ["<h2>Overview</h2>", _table([*headers, "end reasons"], rows)]
     if len(tasks) > 1:
-        parts.append(
-            _grouped_barh(
-                "mean reward per task",
-                tasks,
-                [
-                    (
-                        run.name,
-                        [summaries[run.name].get(t, {}).get("mean_reward", 0.0) for t in tasks],
-                    )
-                    for run in data.runs
-                ],
-                "mean reward",
-            )
-        )
-
-    mined_clusters = [(src, c) for src, d in data.mined for c in (_clusters_of(d) or [])]
-    computed = _computed_clusters(data.runs) if not data.mined else []
-
-    # Per task
-    for task in tasks:
-        parts.append(f'<section id="task-{_slug(task)}"><h2>Task {html.escape(task)}</h2>')
-        if viewer:
-            parts.append(
-                "<p>" + _viewer_link(viewer, "/", "browse its episodes", task=task) + "</p>"
-            )
-        series = [
-            (run.name, [r.reward.total for r in run.records if r.task == task]) for run in data.runs
-        ]
-        series = [(n, v) for n, v in series if v]
-        parts.append(_reward_hist(task, series))
-        end_reasons = sorted(
-            {r.end_reason for run in data.runs for r in run.records if r.task == task}
-        )
-        counts = []
+        series = []
         for run in data.runs:
-            per_reason = Counter(r.end_reason for r in run.records if r.task == task)
-            if per_reason:
-                counts.append((run.name, [float(per_reason[e]) for e in end_reasons]))
-        parts.append(_grouped_barh(f"{task}: end reasons", end_reasons, counts, "episodes"))
-        if mined_clusters:
-            mine_rows = [
-                {"source": src, **c} for src, c in mined_clusters if _task_matches(c, task)
-            ]
-            parts.append("<h3>Failure clusters (mine.json)</h3>")
-            parts.append(
-                _cluster_table(mine_rows, "source", viewer)
-                if mine_rows
-                else '<p class="note">none</p>'
-            )
-        else:
-            task_rows = [c for c in computed if c["task"] == task]
-            parts.append("<h3>Failures by end reason and difficulty</h3>")
-            parts.append(
-                _cluster_table(task_rows, "run", viewer)
-                if task_rows
-                else '<p class="note">no failed episodes</p>'
-            )
-        parts.append("</section>")
+            means = [(run.summary.task(t), t) for t in tasks]
+            series.append((run.name, [s.mean_reward if s else 0.0 for s, _ in means]))
+        parts.append(_grouped_barh("mean reward per task", tasks, series, "mean reward"))
+    return parts
 
-    # Failure clusters
-    parts.append('<section id="failures"><h2>Failure clusters</h2>')
+
+def _task_section(
+    data: ReportData, task: str, computed: list[_ClusterRow], viewer: str | None
+) -> list[str]:
+    parts = [f'<section id="task-{_slug(task)}"><h2>Task {html.escape(task)}</h2>']
+    if viewer:
+        parts.append("<p>" + _viewer_link(viewer, "/", "browse its episodes", task=task) + "</p>")
+    series = [
+        (run.name, [r.reward.total for r in run.records if r.task == task]) for run in data.runs
+    ]
+    parts.append(_reward_hist(task, [(n, v) for n, v in series if v]))
+    end_reasons = sorted({r.end_reason for run in data.runs for r in run.records if r.task == task})
+    counts = []
+    for run in data.runs:
+        per_reason = Counter(r.end_reason for r in run.records if r.task == task)
+        if per_reason:
+            counts.append((run.name, [float(per_reason[e]) for e in end_reasons]))
+    parts.append(_grouped_barh(f"{task}: end reasons", end_reasons, counts, "episodes"))
     if data.mined:
-        for src, d in data.mined:
+        rows = [_ClusterRow(src, c) for src, m in data.mined for c in m.clusters if c.task == task]
+        parts.append("<h3>Failure clusters (mine.json)</h3>")
+        parts.append(_cluster_table(rows, "source", viewer) if rows else '<p class="note">none</p>')
+    else:
+        rows = [r for r in computed if r.cluster.task == task]
+        parts.append("<h3>Failures by end reason and difficulty</h3>")
+        parts.append(
+            _cluster_table(rows, "run", viewer)
+            if rows
+            else '<p class="note">no failed episodes</p>'
+        )
+    parts.append("</section>")
+    return parts
+
+
+def _largest(title: str, rows: list[_ClusterRow]) -> str:
+    top = sorted(rows, key=lambda r: -r.cluster.failures)[:12]
+    labels = [f"{r.cluster.task} {r.cluster.difficulty} {r.cluster.end_reason}"[:60] for r in top]
+    return _grouped_barh(
+        title, labels, [("failures", [float(r.cluster.failures) for r in top])], "failures"
+    )
+
+
+def _failures(data: ReportData, computed: list[_ClusterRow], viewer: str | None) -> list[str]:
+    parts = ['<section id="failures"><h2>Failure clusters</h2>']
+    if data.mined:
+        for src, report in data.mined:
             parts.append(f"<h3>{html.escape(src)}</h3>")
-            if isinstance(d, dict):
-                head = {k: v for k, v in d.items() if not isinstance(v, dict | list)}
-                if head:
-                    parts.append(_render_json(head))
-            clusters = _clusters_of(d)
-            if clusters is None:
-                parts.append(_render_json(d))
-            elif clusters:
-                top = sorted(clusters, key=lambda c: -float(c.get("failures", 0) or 0))[:12]
-                labels = [
-                    f"{c.get('task', '?')} {c.get('difficulty', '')} {c.get('end_reason', '')}".strip()[
-                        :60
-                    ]
-                    for c in top
-                ]
-                parts.append(
-                    _grouped_barh(
-                        f"{src}: largest clusters",
-                        labels,
-                        [("failures", [float(c.get("failures", 0) or 0) for c in top])],
-                        "failures",
-                    )
-                )
-                parts.append(_cluster_table(clusters, viewer=viewer))
+            parts.append(_fields(report, "episodes", "failures", "failure_rate"))
+            rows = [_ClusterRow(src, c) for c in report.clusters]
+            if rows:
+                parts.append(_largest(f"{src}: largest clusters", rows))
+                parts.append(_cluster_table(rows, "source", viewer))
             else:
                 parts.append('<p class="note">no clusters (no failures)</p>')
     elif computed:
@@ -623,79 +522,66 @@ def render(data: ReportData, viewer: str | None = None) -> str:
             "finds in each run (task, difficulty, knob bins, end reason, weakest reward "
             "component).</p>"
         )
-        top = computed[:12]
-        labels = [f"{c['task']} {c['end_reason']} {c['difficulty']}" for c in top]
-        parts.append(
-            _grouped_barh(
-                "largest failure groups",
-                labels,
-                [("failures", [float(c["failures"]) for c in top])],
-                "failures",
-            )
-        )
+        parts.append(_largest("largest failure groups", computed))
         parts.append(_cluster_table(computed, "run", viewer))
     else:
         parts.append('<p class="note">No failed episodes.</p>')
     parts.append("</section>")
+    return parts
 
-    # Before/after
+
+def _before_after(rnd: Round, viewer: str | None) -> list[str]:
+    parts = [f"<h3>{html.escape(rnd.name)}</h3>"]
+    before, after = rnd.before, rnd.after
+    if before is not None and after is not None:
+        side_by_side = _viewer_link(
+            viewer, "/compare", "side by side per instance", a=before.name, b=after.name
+        )
+        parts.append(
+            f'<p class="note">before: {html.escape(before.name)}; after: {html.escape(after.name)}'
+            + (f" · {side_by_side}" if viewer else "")
+            + "</p>"
+        )
+        ba = _before_after_rows(before, after)
+        if ba:
+            parts.append(_before_after_plot(rnd.name, ba))
+            headers = ["task", "reward before", "reward after", "delta"]
+            headers += ["success before", "success after", "episodes"]
+            rows = [
+                [
+                    r["task"],
+                    r["before"],
+                    r["after"],
+                    f"{r['after'] - r['before']:+.3f}",
+                    r["success_before"],
+                    r["success_after"],
+                    f"{r['n_before']} / {r['n_after']}",
+                ]
+                for r in ba
+            ]
+            parts.append(_table(headers, rows))
+        else:
+            parts.append('<p class="note">the two runs share no task</p>')
+    if rnd.compare is not None:
+        parts.append("<h4>compare.json</h4>")
+        parts.append(_compare_table(rnd.compare))
+    return parts
+
+
+def render(data: ReportData, viewer: str | None = None) -> str:
+    """The report page for collected data; with ``viewer`` (the URL of ``bootcamp view``),
+    runs, tasks, failure groups and example episodes link into the viewer."""
+    tasks = sorted({s.task for run in data.runs for s in run.summary.tasks})
+    computed = _computed_clusters(data.runs) if not data.mined else []
+    parts = _header(data, tasks, viewer) + _overview(data, tasks, viewer)
+    for task in tasks:
+        parts += _task_section(data, task, computed, viewer)
+    parts += _failures(data, computed, viewer)
     if data.rounds:
         parts.append('<section id="before-after"><h2>Before / after</h2>')
         for rnd in data.rounds:
-            parts.append(f"<h3>{html.escape(rnd['name'])}</h3>")
-            before, after = rnd["before"], rnd["after"]
-            if before is not None and after is not None:
-                ba = _before_after_rows(before, after)
-                parts.append(
-                    f'<p class="note">before: {html.escape(before.name)}; after: {html.escape(after.name)}'
-                    + (
-                        " · "
-                        + _viewer_link(
-                            viewer,
-                            "/compare",
-                            "side by side per instance",
-                            a=before.name,
-                            b=after.name,
-                        )
-                        if viewer
-                        else ""
-                    )
-                    + "</p>"
-                )
-                if ba:
-                    parts.append(_before_after_plot(rnd["name"], ba))
-                    parts.append(
-                        _table(
-                            [
-                                "task",
-                                "reward before",
-                                "reward after",
-                                "delta",
-                                "success before",
-                                "success after",
-                                "episodes",
-                            ],
-                            [
-                                [
-                                    r["task"],
-                                    r["before"],
-                                    r["after"],
-                                    f"{r['after'] - r['before']:+.3f}",
-                                    r["success_before"],
-                                    r["success_after"],
-                                    f"{r['n_before']} / {r['n_after']}",
-                                ]
-                                for r in ba
-                            ],
-                        )
-                    )
-                else:
-                    parts.append('<p class="note">the two runs share no task</p>')
-            if rnd["compare"] is not None:
-                parts.append("<h4>compare.json</h4>")
-                parts.append(_compare_table(rnd["compare"]))
+            parts += _before_after(rnd, viewer)
         parts.append("</section>")
-
     body = "\n".join(parts)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -708,7 +594,8 @@ def write_html_report(path: Path, out: Path, viewer: str | None = None) -> Path:
     """Write the HTML report of the run or loop directory ``path`` to ``out``; returns ``out``.
 
     ``viewer`` is the URL of ``bootcamp view PATH`` the report links into (``None``: no
-    links). Raises :class:`ReportError` for a missing path or one with no run directory in it.
+    links). Raises :class:`~agentharness.store.run.RunDirError` for a missing path, one with
+    no run directory in it, or runs with no readable episode.
     """
     page = render(collect(Path(path)), viewer)
     out = Path(out)

@@ -31,12 +31,11 @@ import dataclasses
 import functools
 import importlib
 import json
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,12 +44,25 @@ from agentharness.agents import Agent, make_agent
 from agentharness.core.instance import Instance
 from agentharness.core.registry import UnknownTaskError, resolve_tasks
 from agentharness.core.task import TaskConfigError
+from agentharness.loop.checks import LoopInputError
 from agentharness.loop.compare import compare
-from agentharness.loop.filter import FilterCriteria, filter_records
+from agentharness.loop.filter import FilterCriteria, FilterSummary, filter_records, write_filtered
 from agentharness.loop.mine import mine
-from agentharness.loop.runs import LoopInputError, load_run
+from agentharness.loop.results import (
+    CompareResult,
+    EvalResult,
+    ExportResult,
+    LoopSummary,
+    MineResult,
+    RoundResult,
+    RoundSummary,
+    SynthResult,
+    TrainResult,
+)
 from agentharness.loop.synthesize import synthesize
-from agentharness.store.run import RunDir
+from agentharness.store.instances import read_instances, write_instances
+from agentharness.store.reader import load_runs
+from agentharness.store.run import RunDir, atomic_write_text
 from agentharness.store.schema import EpisodeRecord
 
 STAGES = (
@@ -67,6 +79,7 @@ STAGES = (
 TRAINERS = ("none", "sft", "grpo")
 # Fields that may change between a run and its resume without changing any result.
 RUNTIME_FIELDS = frozenset({"rounds", "concurrency", "backend", "ray_address", "ray_workers"})
+R = TypeVar("R", bound=BaseModel)
 
 
 class LoopConfig(BaseModel):
@@ -140,21 +153,9 @@ class LoopHooks:
     episode_done: Callable[[int, str, EpisodeRecord], None] | None = None
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def write_instances(path: Path, instances: list[Instance]) -> None:
-    """Instances as JSONL (one per line), written atomically."""
-    atomic_write(path, "".join(i.model_dump_json() + "\n" for i in instances))
-
-
-def read_instances_file(path: Path) -> list[Instance]:
-    """The instances of a JSONL file this module wrote."""
-    return [Instance.model_validate_json(line) for line in path.read_text().splitlines() if line]
+def _records(run: Path, *, resolve_images: bool = False) -> list[EpisodeRecord]:
+    """The episodes of a run the loop made itself (it may hold none)."""
+    return load_runs([run], resolve_images=resolve_images, allow_empty=True).records
 
 
 class Loop:
@@ -242,7 +243,7 @@ class Loop:
         """The held-out set: ``heldout_n`` seeds per task and difficulty, made once."""
         path = self.out / "heldout.jsonl"
         if path.exists():
-            return read_instances_file(path)
+            return read_instances(path, allow_empty=True)
         instances = [
             spec.instance(s, d)
             for spec in resolve_tasks(self.cfg.tasks)
@@ -253,13 +254,13 @@ class Loop:
         return instances
 
     # -- running ----------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> LoopSummary:
         """Do every round not yet done; returns the summary written to ``summary.json``."""
         self.preflight()
         self.out.mkdir(parents=True, exist_ok=True)
         saved = self.out / "loop.json"
         if not saved.exists():
-            atomic_write(
+            atomic_write_text(
                 saved,
                 json.dumps(
                     {"agentharness": agentharness.__version__, "config": self.cfg.identity()},
@@ -269,8 +270,8 @@ class Loop:
         heldout = self.heldout()
         self.log(f"held-out set: {len(heldout)} instances ({self.out / 'heldout.jsonl'})")
         rounds = [self.run_round(k, heldout) for k in range(1, self.cfg.rounds + 1)]
-        summary = self._summary(rounds)
-        atomic_write(self.out / "summary.json", json.dumps(summary, indent=2))
+        summary = LoopSummary(out=str(self.out), rounds=[RoundSummary.of(r) for r in rounds])
+        atomic_write_text(self.out / "summary.json", summary.model_dump_json(indent=2))
         return summary
 
     def round_dir(self, k: int) -> Path:
@@ -287,42 +288,46 @@ class Loop:
         """(agent kind, model) of the student entering round ``k``."""
         kind, model = self.cfg.student, self.cfg.student_model
         for j in range(1, k):
-            marker = self.round_dir(j) / "train.done"
-            if marker.exists():
-                info = json.loads(marker.read_text())
-                if info.get("model"):
-                    kind, model = "local", str(info["model"])
+            trained = self._done(j, "train", TrainResult)
+            if trained is not None and trained.model:
+                kind, model = "local", trained.model
         return kind, model
 
-    def _stage(self, k: int, name: str, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    def _done(self, k: int, name: str, result: type[R]) -> R | None:
+        """The result of round ``k``'s stage ``name`` if it is done (from its marker)."""
         marker = self.round_dir(k) / f"{name}.done"
-        if marker.exists():
-            info: dict[str, Any] = json.loads(marker.read_text())
+        if not marker.exists():
+            return None
+        return result.model_validate_json(marker.read_text())
+
+    def _stage(self, k: int, name: str, result: type[R], work: Callable[[], R]) -> R:
+        done = self._done(k, name, result)
+        if done is not None:
             self.log(f"round {k} {name}: already done, skipped")
-            return info
+            return done
         self.round_dir(k).mkdir(parents=True, exist_ok=True)
         if self.hooks.stage_started:
             self.hooks.stage_started(k, name)
         info = work()
         if self.hooks.stage_written:
             self.hooks.stage_written(k, name)
-        text = json.dumps({"stage": name, "round": k, **info}, indent=2)
-        atomic_write(marker, text)
+        text = json.dumps({"stage": name, "round": k, **info.model_dump(mode="json")}, indent=2)
+        atomic_write_text(self.round_dir(k) / f"{name}.done", text)
         self.log(f"round {k} {name}: {_short(info)}")
         # Return what the marker holds, so a fresh run and a resumed one see the same data.
-        done: dict[str, Any] = json.loads(text)
-        return done
+        return result.model_validate_json(text)
 
-    def run_round(self, k: int, heldout: list[Instance]) -> dict[str, Any]:
+    def run_round(self, k: int, heldout: list[Instance]) -> RoundResult:
         rd = self.round_dir(k)
         cfg = self.cfg
         kind, model = self.student_at(k)
         base_url = cfg.student_base_url if kind == cfg.student else None
-        info: dict[str, Any] = {"round": k}
+        before_result = None
         if k == 1:
-            info["heldout_before"] = self._stage(
+            before_result = self._stage(
                 k,
                 "heldout_before",
+                EvalResult,
                 lambda: self._eval(
                     k,
                     "heldout_before",
@@ -334,29 +339,31 @@ class Loop:
                 ),
             )
         before = self.before_dir(k)
-        info["mine"] = self._stage(k, "mine", lambda: self._mine(before, rd / "mine.json"))
-        info["synth"] = self._stage(k, "synth", lambda: self._synth(k, before, heldout))
-        info["teacher"] = self._stage(
+        mined = self._stage(k, "mine", MineResult, lambda: self._mine(before, rd / "mine.json"))
+        synth = self._stage(k, "synth", SynthResult, lambda: self._synth(k, before, heldout))
+        teacher = self._stage(
             k,
             "teacher",
+            EvalResult,
             lambda: self._eval(
                 k,
                 "teacher",
                 cfg.teacher,
                 self._opts(cfg.teacher_model, cfg.teacher_base_url),
-                read_instances_file(rd / "synth.jsonl"),
+                read_instances(rd / "synth.jsonl", allow_empty=True),
                 rd / "teacher",
                 cfg.teacher_k,
             ),
         )
-        info["filter"] = self._stage(k, "filter", lambda: self._filter(rd))
-        info["export"] = self._stage(k, "export", lambda: self._export(rd))
-        info["train"] = self._stage(k, "train", lambda: self._train(k, model))
+        kept = self._stage(k, "filter", FilterSummary, lambda: self._filter(rd))
+        exported = self._stage(k, "export", ExportResult, lambda: self._export(rd))
+        trained = self._stage(k, "train", TrainResult, lambda: self._train(k, model))
         after_kind, after_model = self.student_at(k + 1)
         after_url = cfg.student_base_url if after_kind == cfg.student else None
-        info["heldout_after"] = self._stage(
+        after = self._stage(
             k,
             "heldout_after",
+            EvalResult,
             lambda: self._eval(
                 k,
                 "heldout_after",
@@ -367,8 +374,19 @@ class Loop:
                 cfg.eval_k,
             ),
         )
-        info["compare"] = self._stage(k, "compare", lambda: self._compare(before, rd))
-        return info
+        compared = self._stage(k, "compare", CompareResult, lambda: self._compare(before, rd))
+        return RoundResult(
+            round=k,
+            heldout_before=before_result,
+            mine=mined,
+            synth=synth,
+            teacher=teacher,
+            filter=kept,
+            export=exported,
+            train=trained,
+            heldout_after=after,
+            compare=compared,
+        )
 
     # -- stages -----------------------------------------------------------------------
     def _eval(
@@ -380,7 +398,7 @@ class Loop:
         instances: list[Instance],
         out: Path,
         samples: int,
-    ) -> dict[str, Any]:
+    ) -> EvalResult:
         from agentharness.rollout.runner import plan_instances, run
 
         agent = self.agent_factory(kind, opts)
@@ -426,42 +444,40 @@ class Loop:
                 await agent.aclose()
 
         result = asyncio.run(go())
-        records = load_run(out, allow_empty=True).records
+        records = _records(out)
         n = len(records)
-        return {
-            "run": str(out),
-            "agent": agent.name,
-            "episodes": n,
-            "ran": result.ran,
-            "resumed_past": result.skipped,
-            "failed_to_generate": result.failed_to_generate,
-            "mean_reward": sum(r.reward.total for r in records) / n if n else None,
-            "success_rate": sum(r.reward.success for r in records) / n if n else None,
-        }
+        return EvalResult(
+            run=str(out),
+            agent=agent.name,
+            episodes=n,
+            ran=result.ran,
+            resumed_past=result.skipped,
+            failed_to_generate=result.failed_to_generate,
+            mean_reward=sum(r.reward.total for r in records) / n if n else None,
+            success_rate=sum(r.reward.success for r in records) / n if n else None,
+        )
 
-    def _mine(self, before: Path, out: Path) -> dict[str, Any]:
-        loaded = load_run(before, allow_empty=True)
+    def _mine(self, before: Path, out: Path) -> MineResult:
+        loaded = load_runs([before], allow_empty=True)
         report = mine(loaded.records, runs=[str(before)], warnings=loaded.warnings)
-        atomic_write(out, report.model_dump_json(indent=2))
+        atomic_write_text(out, report.model_dump_json(indent=2))
         if report.episodes and not report.failures:
             self.log(
                 f"the student solved all {report.episodes} held-out episodes: no failure to learn "
                 "from. Try a weaker student (e.g. noisy:0.5) or a harder --difficulty."
             )
-        return {
-            "episodes": report.episodes,
-            "failures": report.failures,
-            "clusters": len(report.clusters),
-        }
+        return MineResult(
+            episodes=report.episodes, failures=report.failures, clusters=len(report.clusters)
+        )
 
-    def _synth(self, k: int, before: Path, heldout: list[Instance]) -> dict[str, Any]:
+    def _synth(self, k: int, before: Path, heldout: list[Instance]) -> SynthResult:
         rd = self.round_dir(k)
         exclude = {i.instance_id for i in heldout}
         for j in range(1, k):
             earlier = self.round_dir(j) / "synth.jsonl"
             if earlier.exists():
-                exclude |= {i.instance_id for i in read_instances_file(earlier)}
-        records = load_run(before, allow_empty=True).records
+                exclude |= {i.instance_id for i in read_instances(earlier, allow_empty=True)}
+        records = _records(before)
         instances, report = synthesize(
             records,
             n=self.cfg.synth_n,
@@ -470,9 +486,9 @@ class Loop:
             concurrency=self.cfg.concurrency,
         )
         write_instances(rd / "synth.jsonl", instances)
-        return {"instances": len(instances), "report": report.model_dump(mode="json")}
+        return SynthResult(instances=len(instances), report=report)
 
-    def _filter(self, rd: Path) -> dict[str, Any]:
+    def _filter(self, rd: Path) -> FilterSummary:
         cfg = self.cfg
         criteria = FilterCriteria(
             min_reward=cfg.min_reward,
@@ -481,28 +497,17 @@ class Loop:
             max_tokens=cfg.max_tokens,
             allow_tool_errors=cfg.allow_tool_errors,
         )
-        records = load_run(rd / "teacher", resolve_images=True, allow_empty=True).records
-        result = filter_records(records, criteria)
-        RunDir(rd / "filtered").write_all(
-            result.kept,
-            {
-                "command": "filter",
-                "sources": [str(rd / "teacher")],
-                "criteria": criteria.model_dump(mode="json"),
-                "input_episodes": result.total,
-                "kept": len(result.kept),
-                "dropped": result.counts(),
-            },
-        )
-        return {"input": result.total, "kept": len(result.kept), "dropped": result.counts()}
+        result = filter_records(_records(rd / "teacher", resolve_images=True), criteria)
+        write_filtered(rd / "filtered", result, criteria, [rd / "teacher"])
+        return result.summary()
 
-    def _export(self, rd: Path) -> dict[str, Any]:
+    def _export(self, rd: Path) -> ExportResult:
         out = rd / "sft.jsonl"
-        filtered = load_run(rd / "filtered", allow_empty=True).records
-        if not filtered:  # nothing kept: no rows (the exporter refuses empty runs)
+        if not _records(rd / "filtered"):  # nothing kept: no rows (the exporter refuses empty runs)
             out.write_text("")
-            return {"rows": 0, "file": str(out)}
+            return ExportResult(rows=0, file=str(out))
         try:
+            from agentharness.export.common import ExportError
             from agentharness.export.sft import export_sft
         except ImportError as e:
             raise LoopInputError(
@@ -516,25 +521,25 @@ class Loop:
         tool_format: Literal["native", "text"] = "text" if self.cfg.student == "local" else "native"
         try:
             rows = export_sft([rd / "filtered"], out, tool_format=tool_format)
-        except ValueError as e:  # ExportError: input the exporter cannot use
+        except ExportError as e:  # readable input the exporter cannot use
             raise LoopInputError(f"export of {rd / 'filtered'} failed: {e}") from e
-        return {"rows": int(rows), "file": str(out)}
+        return ExportResult(rows=int(rows), file=str(out))
 
-    def _train(self, k: int, model: str | None) -> dict[str, Any]:
+    def _train(self, k: int, model: str | None) -> TrainResult:
         cfg, rd = self.cfg, self.round_dir(k)
         if cfg.trainer == "none":
-            return {"trainer": "none", "trained": False}
+            return TrainResult(trainer="none", trained=False)
         out = rd / "train"
         data = rd / ("sft.jsonl" if cfg.trainer == "sft" else "synth.jsonl")
         if not data.read_text().strip():
-            return {"trainer": cfg.trainer, "trained": False, "reason": "no training data"}
+            return TrainResult(trainer=cfg.trainer, trained=False, reason="no training data")
         self.trainer()(data=data, out=out, model=model, max_steps=cfg.train_max_steps)
         final = out / "final"
         if not final.exists():
             raise LoopInputError(
                 f"the {cfg.trainer} trainer finished but wrote no model to {final}"
             )
-        return {"trainer": cfg.trainer, "trained": True, "model": str(final), "base": model}
+        return TrainResult(trainer=cfg.trainer, trained=True, model=str(final), base=model)
 
     def trainer(self) -> Callable[..., Any]:
         """The configured trainer: ``train_sft`` (SFT rows) or ``train_grpo`` (instances).
@@ -553,46 +558,19 @@ class Loop:
             ) from e
         return fn
 
-    def _compare(self, before: Path, rd: Path) -> dict[str, Any]:
-        a = load_run(before, allow_empty=True).records
-        b = load_run(rd / "heldout_after", allow_empty=True).records
+    def _compare(self, before: Path, rd: Path) -> CompareResult:
+        a, b = _records(before), _records(rd / "heldout_after")
         if not a or not b:
-            atomic_write(rd / "compare.json", json.dumps({"note": "nothing to compare"}))
-            return {"compared": False}
+            atomic_write_text(rd / "compare.json", json.dumps({"note": "nothing to compare"}))
+            return CompareResult(compared=False)
         report = compare(
             a, b, seed=self.cfg.seed, run_a=str(before), run_b=str(rd / "heldout_after")
         )
-        atomic_write(rd / "compare.json", report.model_dump_json(indent=2))
-        head = report.overall or report.tasks[0]
-        return {
-            "compared": True,
-            "reward_before": head.reward.a,
-            "reward_after": head.reward.b,
-            "delta": head.reward.delta,
-            "ci": head.reward.ci,
-            "verdict": head.verdict,
-        }
-
-    def _summary(self, rounds: list[dict[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {"out": str(self.out), "rounds": []}
-        for info in rounds:
-            out["rounds"].append(
-                {
-                    "round": info["round"],
-                    "failures": info["mine"].get("failures"),
-                    "clusters": info["mine"].get("clusters"),
-                    "synthesized": info["synth"].get("instances"),
-                    "teacher_episodes": info["teacher"].get("episodes"),
-                    "kept": info["filter"].get("kept"),
-                    "sft_rows": info["export"].get("rows"),
-                    "trained": info["train"].get("trained"),
-                    "compare": info["compare"],
-                }
-            )
-        return out
+        atomic_write_text(rd / "compare.json", report.model_dump_json(indent=2))
+        return CompareResult.of(report)
 
 
-def _short(info: dict[str, Any]) -> str:
+def _short(result: BaseModel) -> str:
     keys = (
         "episodes",
         "mean_reward",
@@ -607,6 +585,7 @@ def _short(info: dict[str, Any]) -> str:
         "delta",
         "verdict",
     )
+    info = result.model_dump()
     parts = []
     for key in keys:
         if key in info and info[key] is not None:
@@ -622,7 +601,7 @@ def run_loop(
     hooks: LoopHooks | None = None,
     agent_factory: AgentFactory = default_agent_factory,
     log: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> LoopSummary:
     """Run (or resume) the loop in ``out``; see the module docstring."""
     return Loop(config, out, hooks=hooks, agent_factory=agent_factory, log=log).run()
 
@@ -635,6 +614,7 @@ __all__ = [
     "Loop",
     "LoopConfig",
     "LoopHooks",
+    "LoopSummary",
     "default_agent_factory",
     "run_loop",
 ]

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -38,11 +38,25 @@ class EncodedRecord(NamedTuple):
 
 
 class RunDirError(ValueError):
-    """A path that is not a usable run directory."""
+    """Stored input that cannot be used: the one error for unusable runs and instance files.
+
+    A missing or foreign directory, a run with nothing readable in it, a damaged
+    ``run.json``, an episode log from a newer agentharness, an image reference that leaves
+    the run, an instances file with no instance in it. The message says what is wrong and
+    how to fix it; ``bootcamp`` prints it as one line.
+    """
 
 
 class CorruptLineWarning(UserWarning):
-    pass
+    """A line of a log or instances file that was skipped (corrupt, truncated or foreign)."""
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: a crash leaves
+    the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 @dataclass(frozen=True)
@@ -81,10 +95,7 @@ class RunDir:
         self._repair_tail()
 
     def _write_run_json(self, info: dict[str, Any]) -> None:
-        # Write then rename: a crash leaves the old run.json or the new one, never half.
-        tmp = self.path / f".{RUN_JSON}.tmp"
-        tmp.write_text(json.dumps(info, indent=2))
-        os.replace(tmp, self.path / RUN_JSON)
+        atomic_write_text(self.path / RUN_JSON, json.dumps(info, indent=2))
 
     def append(self, record: EpisodeRecord) -> None:
         """Append one finished episode and flush it to disk."""
@@ -212,25 +223,34 @@ class RunDir:
                 "JSONL file)"
             )
 
-    def episodes(self, *, resolve_images: bool = False) -> Iterator[EpisodeRecord]:
-        """Every readable episode; corrupt lines are skipped with a warning."""
+    def episodes(
+        self,
+        *,
+        resolve_images: bool = False,
+        on_skip: Callable[[str], None] | None = None,
+    ) -> Iterator[EpisodeRecord]:
+        """Every readable episode, in file order.
+
+        A corrupt or foreign line (or one whose image is missing) is skipped and reported
+        to ``on_skip`` as a one-line message; without ``on_skip`` as a
+        :class:`CorruptLineWarning`. Callers reading whole runs want
+        :func:`agentharness.store.load_runs`, which also checks the input as a whole.
+        """
         self.check()
+        skip = on_skip or _warn_skipped
         with open(self.episodes_path, "rb") as f:
             for lineno, raw in enumerate(f, 1):
                 if not raw.strip():
                     continue
-                record = self._parse_line(raw, lineno)
+                where = f"{self.episodes_path}:{lineno}"
+                record = self._parse_line(raw, where, skip)
                 if record is None:
                     continue
                 if resolve_images:
                     try:
                         messages = [self._inline_images(m) for m in record.messages]
-                    except RunDirError as e:
-                        warnings.warn(
-                            f"{self.episodes_path}:{lineno}: skipped episode {record.episode_id}: {e}",
-                            CorruptLineWarning,
-                            stacklevel=2,
-                        )
+                    except (RunDirError, OSError) as e:
+                        skip(f"{where}: skipped episode {record.episode_id}: {e}")
                         continue
                     record = record.model_copy(update={"messages": messages})
                 yield record
@@ -268,7 +288,7 @@ class RunDir:
         with open(self.episodes_path, "rb") as f:
             f.seek(offset)
             raw = f.readline()
-        return self._parse_line(raw, lineno, warn=False)
+        return self._parse_line(raw, f"{self.episodes_path}:{lineno}", None)
 
     @staticmethod
     def _check_version(data: dict[str, Any], where: str) -> None:
@@ -278,29 +298,29 @@ class RunDir:
                 f"{where}: episode schema v{version} is newer than this agentharness (v{SCHEMA_VERSION}); upgrade it"
             )
 
-    def _parse_line(self, raw: bytes, lineno: int, warn: bool = True) -> EpisodeRecord | None:
-        where = f"{self.episodes_path}:{lineno}"
+    def _parse_line(
+        self, raw: bytes, where: str, skip: Callable[[str], None] | None
+    ) -> EpisodeRecord | None:
+        """The record on one line, or ``None`` (said to ``skip``, if given, with the reason)."""
         try:
             data = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
-            if warn:
+            if skip is not None:
                 what = (
                     "line that is not UTF-8"
                     if isinstance(e, UnicodeDecodeError)
-                    else ("corrupt or truncated line")
+                    else "corrupt or truncated line"
                 )
-                warnings.warn(f"{where}: skipped a {what}", CorruptLineWarning, stacklevel=4)
+                skip(f"{where}: skipped a {what}")
             return None
         if isinstance(data, dict):
             self._check_version(data, where)
         try:
             return EpisodeRecord.model_validate(data)
         except ValidationError as e:
-            if warn:
-                warnings.warn(
-                    f"{where}: skipped a line that is not an episode record ({e.error_count()} errors)",
-                    CorruptLineWarning,
-                    stacklevel=4,
+            if skip is not None:
+                skip(
+                    f"{where}: skipped a line that is not an episode record ({e.error_count()} errors)"
                 )
             return None
 
@@ -360,11 +380,8 @@ def find_run_dirs(root: Path, depth: int = 3) -> list[Path]:
     return found
 
 
-def read_runs(paths: list[str | Path]) -> list[EpisodeRecord]:
-    records: list[EpisodeRecord] = []
-    for p in paths:
-        records.extend(RunDir(p).episodes())
-    return records
+def _warn_skipped(message: str) -> None:
+    warnings.warn(message, CorruptLineWarning, stacklevel=4)
 
 
 __all__ = [
@@ -374,6 +391,6 @@ __all__ = [
     "LineRef",
     "RunDir",
     "RunDirError",
+    "atomic_write_text",
     "find_run_dirs",
-    "read_runs",
 ]

@@ -33,7 +33,8 @@ from typing import Any
 from agentharness.core.instance import Instance
 from agentharness.core.registry import get_task
 from agentharness.core.task import Budgets
-from agentharness.train.chat import ChatTemplateError, encode, plain_chat, read_jsonl, render
+from agentharness.store.instances import read_instances
+from agentharness.train.chat import ChatTemplateError, encode, plain_chat, render
 from agentharness.train.model import (
     finite_losses,
     load_trainable,
@@ -652,26 +653,7 @@ def _training_rows(
 
 def read_problems(path: Path) -> list[Instance]:
     """Instances from TRL RL rows (``{"instance": ...}``) or from an instances JSONL file."""
-    if not path.exists():
-        raise ValueError(
-            f"training data {path} does not exist (write it with `bootcamp export rl`)"
-        )
-    out: list[Instance] = []
-    for i, row in enumerate(read_jsonl(path), 1):
-        raw = row.get("instance", row)
-        try:
-            out.append(
-                Instance.model_validate_json(raw)
-                if isinstance(raw, str)
-                else Instance.model_validate(raw)
-            )
-        except ValueError as e:
-            raise ValueError(
-                f"{path}: row {i} is neither an RL row with an 'instance' nor an instance "
-                f"({str(e).splitlines()[0]})"
-            ) from e
-        get_task(out[-1].task)  # an unknown task fails here, by name
-    return out
+    return read_instances(path)
 
 
 def _matches(task_id: str, wanted: list[str]) -> bool:

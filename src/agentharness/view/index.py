@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import ImagePart, ImageURL
+from agentharness.store.reader import named_run_dirs
 from agentharness.store.run import (
     EPISODES,
     FILE_PREFIX,
@@ -28,7 +29,6 @@ from agentharness.store.run import (
     LineRef,
     RunDir,
     RunDirError,
-    find_run_dirs,
 )
 from agentharness.store.schema import EpisodeRecord
 
@@ -39,10 +39,6 @@ IMAGE_TYPES = {
     ".gif": "image/gif",
     ".webp": "image/webp",
 }
-
-
-class ViewError(ValueError):
-    """A path the viewer cannot show; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -158,13 +154,10 @@ class RunIndex:
         self.path = Path(path)
         self.root = self.path.resolve()
         self.run = RunDir(self.path)
-        try:
-            self.run.check()
-        except RunDirError as e:
-            raise ViewError(str(e)) from e
+        self.run.check()
         for log in (EPISODES, RUN_JSON):
             if (self.path / log).exists() and not _inside(self.root, self.path / log):
-                raise ViewError(
+                raise RunDirError(
                     f"{self.path / log} points outside its run directory; refusing to read it"
                 )
         self._rows: list[EpisodeSummary] = []
@@ -286,38 +279,17 @@ def open_runs(paths: list[Path], *, index: bool = True) -> list[RunIndex]:
     """Every run directory in ``paths`` (a run, or a loop directory holding runs).
 
     Runs are named as ``bootcamp report --html`` names them (the directory name, or the
-    path relative to a loop directory), so the report's links find them. With ``index``
-    each is read now (a newer schema is then a :class:`ViewError`); without, call
+    path relative to a loop directory), so the report's links find them. Unusable paths
+    raise :class:`~agentharness.store.run.RunDirError`. With ``index`` each is read now (a
+    newer schema is then an error too); without, call
     :meth:`RunIndex.refresh` later (``bootcamp view`` does it in a background thread).
     """
-    if not paths:
-        raise ViewError("no run directories given; pass directories made by `bootcamp eval`")
     runs: list[RunIndex] = []
-    names: set[str] = set()
-    for path in paths:
-        path = Path(path)
-        if not path.exists():
-            raise ViewError(f"{path} does not exist; pass a run directory made by `bootcamp eval`")
-        if not path.is_dir():
-            raise ViewError(
-                f"{path} is not a directory; pass a run directory made by `bootcamp eval`"
-            )
-        found = find_run_dirs(path)
-        if not found:
-            raise ViewError(
-                f"{path} holds no run directory (no {EPISODES} up to three levels down); "
-                "make one with `bootcamp eval --out`"
-            )
-        for d in found:
-            name = path.resolve().name if d == path else d.relative_to(path).as_posix()
-            base, n = name, 2
-            while name in names:
-                name, n = f"{base}#{n}", n + 1
-            names.add(name)
-            run = RunIndex(name, d)
-            if index:
-                run.refresh()
-                if run.error:
-                    raise ViewError(run.error)
-            runs.append(run)
+    for name, d in named_run_dirs(paths):
+        run = RunIndex(name, d)
+        if index:
+            run.refresh()
+            if run.error:
+                raise RunDirError(run.error)
+        runs.append(run)
     return runs
