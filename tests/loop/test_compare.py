@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_run, records_of
+from loop_helpers import make_run, records_of
 
 from agentharness.loop.checks import LoopInputError
 from agentharness.loop.compare import bootstrap_delta_ci, compare

@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import make_run, records_of
+from loop_helpers import make_run, records_of
 
 from agentharness.core.episode import ToolCallRecord
 from agentharness.core.messages import Message, ToolCall, assistant

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import make_run, records_of
+from loop_helpers import make_run, records_of
 
 from agentharness.core.reward import Reward, RewardComponent
 from agentharness.loop.mine import mine, weakest_component

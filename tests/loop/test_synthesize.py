@@ -5,7 +5,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from conftest import make_run, records_of
+from loop_helpers import make_run, records_of
 
 from agentharness import get_task
 from agentharness.agents import ExpertAgent
