@@ -124,8 +124,20 @@ def items_from_instances(instances: Sequence[Instance]) -> list[RLItem]:
             spec = get_task(inst.task)
         except UnknownTaskError as e:
             raise ExportError(str(e)) from e
-        prompt = list(spec.generator.prompt(inst))
+        try:
+            prompt = list(spec.generator.prompt(inst))
+        except Exception as e:  # data the task cannot read: report it, export the rest
+            from agentharness.rollout.runner import describe_error
+
+            warnings.warn(
+                f"skipped instance {inst.instance_id}: its prompt cannot be made "
+                f"({describe_error(e)})",
+                stacklevel=2,
+            )
+            continue
         items.append(RLItem(instance=inst, prompt=prompt, tools=spec.world.tool_schemas()))
+    if instances and not items:
+        raise ExportError("no instance could be exported; see the warnings above")
     return items
 
 
