@@ -166,6 +166,8 @@ def test_runaway_turns_are_cut_and_still_logged(tmp_path) -> None:  # type: igno
     kept = ep.messages[-len(obs.messages) - 1]
     assert len(kept.text) < MAX_TURN_CHARS + 100 and "more characters cut" in kept.text
     assert obs.format_error and "only the first" in obs.messages[-1].text
+    ep.step(Message(role="assistant", content="ok", reasoning_content="hmm " * 20_000))
+    assert len(ep.messages[-2].reasoning_content or "") < MAX_TURN_CHARS + 100
     from agentharness.core.episode import _capped_result
     from agentharness.core.tools import ToolResult
 
@@ -177,4 +179,4 @@ def test_runaway_turns_are_cut_and_still_logged(tmp_path) -> None:  # type: igno
     run = RunDir(tmp_path)
     run.create({})
     run.append(record)  # the deep arguments never reach the log
-    assert next(iter(run.episodes())).turns == 3
+    assert next(iter(run.episodes())).turns == 4

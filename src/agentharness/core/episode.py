@@ -340,6 +340,9 @@ def _capped_turn(message: Message) -> tuple[Message, list[str]]:
     """The turn as it is kept: text, call arguments and images cut to the limits."""
     notes: list[str] = []
     update: dict[str, Any] = {}
+    reasoning = message.reasoning_content
+    if reasoning is not None and len(reasoning) > MAX_TURN_CHARS:
+        update["reasoning_content"] = _cut(reasoning, MAX_TURN_CHARS)  # kept for the log only
     if isinstance(message.content, str) and len(message.content) > MAX_TURN_CHARS:
         update["content"] = _cut(message.content, MAX_TURN_CHARS)
         notes.append(
