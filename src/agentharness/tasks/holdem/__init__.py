@@ -12,16 +12,18 @@ Every hand is dealt from its own seeded shuffle, one deal per seed (no deal is k
 dropped for how it plays), and the bot's randomness is seeded, so a session is a
 function of the seed and the agent's actions. The generator plays the same deals with
 the lazy baselines that never look at their cards (check/fold, check/call, all-in every
-time, call-or-all-in) and with the equity-based reference policy.
+time, call-or-all-in) and with the reference policy, which plays against the bot's
+exact range (the bot's rule is known).
 
-Reward (v2), re-computed by replaying the session: the agent's net chips with the board
-cards' luck taken out (each board card counts by its average effect on the agent's share
-of the pot; a hand all-in before the river counts by its equity), minus the best lazy
-baseline's on the same deals, as a share of the reference's margin over that baseline
-(at least ``min_edge_bb`` big blinds), clipped to [0, 1] and scaled by the share of hands
-played. Breaking even, acting legally or playing without the cards earns 0.
+Reward (v2), re-computed by replaying the session: the agent's net chips with the
+showdowns' luck taken out (a showdown counts by the agent's average result against every
+hand the bot could hold, weighted by how likely the bot's known rule plays each the way
+it did; folds count as they fell), minus the best lazy baseline's on the same deals, as a
+share of the reference's margin over that baseline (at least ``min_edge_bb`` big blinds),
+clipped to [0, 1] and scaled by the share of hands played. Breaking even, acting legally
+or playing without the cards earns 0 (v1 paid about 0.57 for that).
 
-Modules: ``cards`` (evaluation, equity), ``bots`` (the bot), ``simulator`` (the pokerkit
+Modules: ``cards`` (evaluation, hand strength), ``bots`` (the bot), ``simulator`` (the pokerkit
 session), ``policies`` (reference, lazy and blind rules), ``blind`` (the text-only
 policy), and the four layers.
 """

@@ -45,8 +45,8 @@ class BotStyle:
 STYLES: dict[str, BotStyle] = {
     "passive": BotStyle(
         name="passive",
-        play_equity=0.40,
-        call_margin=0.02,
+        play_equity=0.25,
+        call_margin=0.0,
         risk_aversion=0.12,
         value_equity=0.74,
         raise_freq=0.35,

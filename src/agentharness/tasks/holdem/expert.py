@@ -1,13 +1,14 @@
-"""The privileged expert: the equity-based reference policy, played through ``act``.
+"""The privileged expert: the reference policy, played through ``act``.
 
 The expert keeps its own copy of the session (built from the hidden card stacks) and
 brings it up to date from the conversation each turn: it pairs every assistant tool call
 with its tool result and replays the ``act`` calls that succeeded. Because the bot is
 seeded and the cards are fixed, that copy is exactly the world's session, so random
 actions interleaved by a noisy agent never derail it: the next action is always decided
-from the current state. The policy itself (:func:`simulator.reference_decision`) only
-uses what the table image shows (its own cards, the board, pot, bets and stacks) and
-the bot's style from the prompt.
+from the current state. The policy itself (:func:`policies.reference_decision`) uses
+what the table image shows (its own cards, the board, pot, bets, stacks and the bot's
+moves), the bot's style from the prompt, and that style's exact parameters, which the
+prompt only describes in words.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from agentharness.tasks.holdem.tools import act_arguments
 
 
 class HoldemExpert:
-    """Scripted equity-based player that acts only through the task's tools."""
+    """Scripted reference player that acts only through the task's tools."""
 
     def __init__(self, instance: Instance) -> None:
         self.session = Session(SessionSpec.from_dict(instance.hidden["session"]))

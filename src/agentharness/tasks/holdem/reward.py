@@ -7,10 +7,13 @@ seeded, so the replay is exact) and reads the agent's result from it.
 Poker results are mostly luck, so the result is compared duplicate-style, on exactly the
 same deals against exactly the same bot:
 
-* ``A`` — the agent's net chips with the board cards' luck taken out
-  (:attr:`Session.adjusted_net`: each board card counts by its average effect on the
-  agent's share of the pot; a hand all-in before the river counts by its equity). In
-  an unfinished session the current hand counts as folded.
+* ``A`` — the agent's net chips with the showdowns' luck taken out
+  (:attr:`Session.adjusted_net`): a hand that ends in a fold counts as it fell; a hand
+  that reaches a showdown counts by the agent's average result against every hand the
+  bot could hold, each weighted by the chance that the bot's known rule plays it the
+  way the bot played (an exact posterior, so the mean is the chips' mean for any
+  player), over the rest of the board when the betting ended before the river. In an
+  unfinished session the current hand counts as folded.
 * ``L`` — the best of the lazy baselines that never look at their cards (check/fold,
   check/call, all-in every time, call-or-all-in), played on the same deals by the
   generator (``hidden["lazy_best"]``). Passive or blind play earns nothing.
@@ -92,7 +95,7 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
                 value=score,
                 weight=1.0,
                 detail=(
-                    f"net {agent / bb:+.1f} big blinds with the board's luck taken out "
+                    f"net {agent / bb:+.1f} big blinds with the showdowns' luck taken out "
                     f"({session.net / bb:+.1f} as dealt); best card-blind play ({best_name}) "
                     f"{lazy_best / bb:+.1f}; target margin {target / bb:.1f} "
                     f"(reference {reference / bb:+.1f})"

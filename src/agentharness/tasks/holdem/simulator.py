@@ -39,8 +39,14 @@ from agentharness.tasks.holdem.bots import (
     BotStyle,
     bot_decision,
     hand_weights,
+    move_probabilities,
 )
-from agentharness.tasks.holdem.cards import describe_hand, outcomes_against_all, stable_seed
+from agentharness.tasks.holdem.cards import (
+    describe_hand,
+    outcomes_against_all,
+    stable_seed,
+    strength_table,
+)
 
 if TYPE_CHECKING:
     from pokerkit import State
@@ -108,6 +114,10 @@ class ActionLog:
     verb: str = ""  # fold, check, call, bet, raise ("" for the blinds)
     facing: bool = False  # whether the actor faced a bet (something to call)
     spot: BotSpot | None = None  # the bot's decision spot (for the showdown average)
+    to_call: int = 0  # chips the actor had to add to call
+    behind: int = 0  # the actor's chips behind before acting
+    agent_in: int = 0  # chips each player had put in this hand before the action
+    bot_in: int = 0
 
 
 @dataclass
@@ -527,7 +537,18 @@ class Session:
             text = f"{label} {verb_s} {'to ' if action == 'raise' else ''}{amount}{allin}"
         self._street_actions += 1
         self.hand.actions.append(
-            ActionLog(self._street_name_for_log(), who, text, action, to_call > 0, spot)
+            ActionLog(
+                self._street_name_for_log(),
+                who,
+                text,
+                action,
+                to_call > 0,
+                spot,
+                to_call,
+                stack,
+                self.hand.committed_agent,
+                self.hand.committed_bot,
+            )
         )
         self.last_action = text
         self.hand.betting_board = len(self.hand.board)
@@ -629,6 +650,7 @@ class Session:
         h.end_agent, h.end_bot = int(st.stacks[a]), int(st.stacks[1 - a])
         folded = [x.who for x in h.actions if x.text.endswith(("fold", "folds"))]
         h.showdown = not folded
+        h.adjusted = hand_average(h, self.style)
         net = h.agent_net
         if folded:
             h.result = (
@@ -637,7 +659,6 @@ class Session:
                 else f"You fold: Bot wins {h.start_agent - h.end_agent}"
             )
         else:
-            h.adjusted = showdown_average(h, self.style)
             mine = describe_hand(h.agent_hole, h.board)
             theirs = describe_hand(h.bot_hole, h.board)
             if net > 0:
@@ -655,11 +676,12 @@ class Session:
             self._start_hand()
 
 
-def bot_moves(h: HandRecord) -> tuple[BotMove, ...]:
-    """The bot's moves in ``h`` with the board it saw and its spot."""
+def bot_moves(h: HandRecord, upto: int | None = None) -> tuple[BotMove, ...]:
+    """The bot's moves in ``h`` (in its first ``upto`` actions) with the board it saw and
+    its spot."""
     return tuple(
         (tuple(h.board[: STREET_CARDS[a.street]]), a.verb, a.spot)
-        for a in h.actions
+        for a in h.actions[:upto]
         if a.who == BOT and a.spot is not None
     )
 
@@ -670,18 +692,79 @@ def bot_hand_weights(h: HandRecord, style: BotStyle) -> np.ndarray:
     return hand_weights(style, [*h.agent_hole, *h.board[: h.betting_board]], bot_moves(h))
 
 
+def _normalised(weight: np.ndarray, hand: int) -> np.ndarray:
+    total = weight.sum()
+    if total <= 0:  # pragma: no cover - the bot's own hand always has weight
+        raise RuntimeError(f"hand {hand}: no hand of the bot fits its moves")
+    return weight / total
+
+
 def showdown_average(h: HandRecord, style: BotStyle) -> float:
     """The agent's expected result of a finished showdown over the bot's possible hands
     (:func:`bot_hand_weights`): its share of the contested pot against each, over the rest
     of the board when the betting ended before the river. Uncalled chips go back."""
-    weight = bot_hand_weights(h, style)
+    weight = _normalised(bot_hand_weights(h, style), h.number)
     share = outcomes_against_all(tuple(h.agent_hole), tuple(h.board[: h.betting_board]))
-    total = weight.sum()
-    if total <= 0:  # pragma: no cover - the bot's own hand always has weight
-        raise RuntimeError(f"hand {h.number}: no hand of the bot fits its moves")
     pot = h.contested_pot
     refund = h.committed_agent - pot // 2
-    return refund + pot * float((weight * share).sum() / total) - h.committed_agent
+    return refund + pot * float((weight * share).sum()) - h.committed_agent
+
+
+def hand_average(h: HandRecord, style: BotStyle) -> float | None:
+    """The agent's expected result of a finished hand given the table up to its last
+    decision, when what followed was the bot's luck; ``None`` to count it as it fell.
+
+    * The agent folded, or never had to act: as it fell (the latter is the same for
+      every player of the deal).
+    * The bot answered the agent's last action by ending the hand — folding, calling
+      when the call leads straight to a showdown (the river, or an all-in), or checking
+      behind on the river — : the average over every hand the bot could hold (weighted
+      by its moves before) of the bot's chance of each such ending with that hand times
+      what the agent gets then (the pot, or its share of it against that hand over the
+      rest of the board). A re-raise, which would have asked the agent to act again,
+      is left out of the average (the average is conditioned on no re-raise).
+    * The agent's own action closed the betting before a showdown:
+      :func:`showdown_average`.
+
+    Each is the expected result given what the table showed (the bot's strategy is
+    known), so over deals it has the mean of the chips for any player.
+    """
+    last_agent = max((i for i, a in enumerate(h.actions) if a.who == AGENT), default=None)
+    if last_agent is None or h.actions[last_agent].verb == "fold":
+        return None
+    after = [i for i in range(last_agent + 1, len(h.actions)) if h.actions[i].who == BOT]
+    if not after:
+        return showdown_average(h, style) if h.showdown else None
+    move = h.actions[after[0]]
+    spot = move.spot
+    if len(after) > 1 or spot is None:  # pragma: no cover - the agent acts in between
+        return None
+    seen = tuple(h.board[: STREET_CARDS[move.street]])
+    call_adds = min(move.to_call, move.behind)
+    agent_all_in = h.committed_agent >= h.start_agent
+    call_ends = move.street == "river" or agent_all_in or call_adds == move.behind
+    endings = ["fold", "call"] if spot.facing and call_ends else ["fold"] if spot.facing else []
+    if not spot.facing and move.street == "river":
+        endings = ["check"]
+    if move.verb not in endings:  # pragma: no cover - the hand would have gone on
+        return None
+    prior = hand_weights(style, [*h.agent_hole, *seen], bot_moves(h, upto=after[0]))
+    chances = move_probabilities(style, strength_table(seen), spot)
+    share = outcomes_against_all(tuple(h.agent_hole), seen)
+    agent_in = h.committed_agent
+    value = np.zeros_like(share)
+    mass = np.zeros_like(share)
+    for ending in endings:
+        if ending == "fold":
+            result = np.full_like(share, float(move.bot_in))
+        else:
+            bot_in = move.bot_in + (call_adds if ending == "call" else 0)
+            pot = 2 * min(agent_in, bot_in)
+            result = (agent_in - pot // 2) + pot * share - agent_in
+        value += chances[ending] * result
+        mass += chances[ending]
+    weight = _normalised(prior * mass, h.number)
+    return float((weight * np.where(mass > 0, value / np.maximum(mass, 1e-300), 0.0)).sum())
 
 
 @lru_cache(maxsize=4096)
