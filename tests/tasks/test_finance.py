@@ -590,7 +590,8 @@ def test_expert_is_imitable(difficulty: str) -> None:
 def test_imitability_check_passes() -> None:
     assert SPEC.imitable
     report = imitability_check(SPEC, seeds=2)
-    assert report.actions == 2 * 3 * 2 and not report.flagged, report.summary()
+    # At least linear_program and submit per episode (a retry or a check adds more).
+    assert report.actions >= 2 * 3 * 2 and not report.flagged, report.summary()
 
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")

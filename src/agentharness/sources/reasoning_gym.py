@@ -12,7 +12,8 @@
   instance (never the stored copy); success is a full score. A scorer that raises
   scores 0 with the error as the explanation.
 * **Expert**: submits the dataset's reference answer; datasets whose items have no
-  reference answer (or whose scorer rejects it) have no expert.
+  reference answer (or whose scorer rejects it) have no expert. The expert shows no
+  work, so the task is declared not imitable (its data suits answer distillation only).
 """
 
 from __future__ import annotations
@@ -185,6 +186,9 @@ def load(rest: str) -> TaskSpec:
         interaction=Interaction(Budgets(max_turns=4, max_tool_calls=4)),
         reward=_Reward(name),
         expert=ReferenceExpert if has_reference else None,
+        # The expert submits the dataset's stored answer without showing how it was
+        # reached, so its trajectories teach answers, not reasoning.
+        imitable=False,
         solved_threshold=0.9,
         tags=("reasoning-gym", "text", "single-answer"),
         address=f"rg:{name}",
