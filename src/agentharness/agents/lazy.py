@@ -337,33 +337,43 @@ def _blank_png(width: int, height: int) -> str:
     return PNG_DATA_URL_PREFIX + base64.b64encode(png_bytes(blank)).decode()
 
 
-def blank_images(messages: list[Message]) -> list[Message]:
-    """The conversation with every inline image replaced by a white one of the same size."""
+def blank_image(message: Message) -> Message:
+    """``message`` with every inline image replaced by a white one of the same size."""
     from PIL import Image
 
-    out: list[Message] = []
-    for m in messages:
-        if not m.images or not isinstance(m.content, list):
-            out.append(m)
+    if not message.images or not isinstance(message.content, list):
+        return message
+    parts: list[Any] = []
+    for p in message.content:
+        png = p.png_bytes() if isinstance(p, ImagePart) else None
+        if png is None:
+            parts.append(p)
             continue
-        parts: list[Any] = []
-        for p in m.content:
-            png = p.png_bytes() if isinstance(p, ImagePart) else None
-            if png is None:
-                parts.append(p)
-                continue
-            width, height = Image.open(io.BytesIO(png)).size
-            parts.append(ImagePart(image_url=ImageURL(url=_blank_png(width, height))))
-        out.append(m.model_copy(update={"content": parts}))
-    return out
+        width, height = Image.open(io.BytesIO(png)).size
+        parts.append(ImagePart(image_url=ImageURL(url=_blank_png(width, height))))
+    return message.model_copy(update={"content": parts})
+
+
+def blank_images(messages: list[Message]) -> list[Message]:
+    """The conversation with every inline image replaced by a white one of the same size."""
+    return [blank_image(m) for m in messages]
 
 
 class _BlindPolicy:
     def __init__(self, inner: ExpertPolicy) -> None:
         self.inner = inner
+        # A conversation only grows: blank each message once (pairs keep the originals
+        # alive, so their ids stay theirs), not the whole history every turn.
+        self._blanked: dict[int, tuple[Message, Message]] = {}
+
+    def _blank(self, message: Message) -> Message:
+        seen = self._blanked.get(id(message))
+        if seen is None or seen[0] is not message:
+            seen = self._blanked[id(message)] = (message, blank_image(message))
+        return seen[1]
 
     async def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> AgentTurn:
-        return AgentTurn(self.inner.next_turn(blank_images(messages)))
+        return AgentTurn(self.inner.next_turn([self._blank(m) for m in messages]))
 
 
 class BlindAgent:
