@@ -25,6 +25,7 @@ from agentharness.tasks.holdem import cards as C
 from agentharness.tasks.holdem import policies as P
 from agentharness.tasks.holdem import simulator as S
 from agentharness.tasks.holdem.blind import HoldemBlind, parse_turn
+from agentharness.tasks.holdem.problem import Hidden, Public
 from agentharness.tasks.holdem.reward import edge_score
 from agentharness.tasks.holdem.tools import HoldemWorld, call_limit
 
@@ -82,11 +83,11 @@ def test_same_seed_same_instance_and_prompt() -> None:
     pa = [m.model_dump() for m in SPEC.generator.prompt(a)]
     pb = [m.model_dump() for m in SPEC.generator.prompt(b)]
     assert pa == pb
-    assert _instance(4, "medium").hidden["session"] != a.hidden["session"]
+    assert _instance(4, "medium").hidden_as(Hidden).session != a.hidden_as(Hidden).session
 
 
 def test_session_is_deterministic_and_ignores_global_random_state() -> None:
-    spec = S.SessionSpec.from_dict(_instance(1, "easy").hidden["session"])
+    spec = _instance(1, "easy").hidden_as(Hidden).session
     random.seed(1)
     s1, a1 = P.run_reference(spec)
     random.seed(99)
@@ -102,22 +103,22 @@ def test_session_is_deterministic_and_ignores_global_random_state() -> None:
 def test_hidden_solution_verifies(difficulty: str) -> None:
     inst = _instance(2, difficulty)
     cfg = SPEC.config_of(inst)
-    spec = S.SessionSpec.from_dict(inst.hidden["session"])
+    spec = inst.hidden_as(Hidden).session
     session = S.Session(spec)
-    for action, amount in inst.hidden["solution"]:
+    for action, amount in inst.hidden_as(Hidden).solution:
         assert not session.over
         session.act(action, amount)
     assert session.over
-    assert session.adjusted_net == pytest.approx(inst.hidden["reference_net"])
-    assert session.net == inst.hidden["reference_net_dealt"]
-    decks = inst.hidden["session"]["decks"]
+    assert session.adjusted_net == pytest.approx(inst.hidden_as(Hidden).reference_net)
+    assert session.net == inst.hidden_as(Hidden).reference_net_dealt
+    decks = inst.hidden_as(Hidden).session.decks
     assert len(decks) == cfg.n_hands  # type: ignore[attr-defined]
     assert all(len(set(d)) == C.CARDS_PER_HAND for d in decks)
     # the stored baselines are what the lazy policies make on these deals
     for name, policy in P.LAZY_POLICIES.items():
         lazy = P.play_session(spec, policy)[0].adjusted_net
-        assert lazy == pytest.approx(inst.hidden["lazy_nets"][name])
-    assert inst.hidden["lazy_best"] == max(inst.hidden["lazy_nets"].values())
+        assert lazy == pytest.approx(inst.hidden_as(Hidden).lazy_nets[name])
+    assert inst.hidden_as(Hidden).lazy_best == max(inst.hidden_as(Hidden).lazy_nets.values())
 
 
 def test_config_knobs_and_validation() -> None:
@@ -130,8 +131,8 @@ def test_config_knobs_and_validation() -> None:
     with pytest.raises(TaskConfigError):
         SPEC.make_config("easy", n_hands=0)
     inst = _instance(0, "easy", n_hands=2, bot_style="tight", big_blind=10, min_edge_bb=5)
-    assert inst.hidden["session"]["big_blind"] == 10
-    assert inst.hidden["session"]["stack"] == 1000
+    assert inst.hidden_as(Hidden).session.big_blind == 10
+    assert inst.hidden_as(Hidden).session.stack == 1000
 
 
 # -- evaluation ---------------------------------------------------------------------
@@ -345,10 +346,9 @@ def test_hand_over_before_the_first_decision_is_shown_in_the_prompt() -> None:
     seeds = (
         s
         for s in range(60)
-        if _instance(s, "easy", bot_style="tight", n_hands=3).hidden["session"][
-            "agent_button_first"
-        ]
-        is False
+        if not _instance(s, "easy", bot_style="tight", n_hands=3)
+        .hidden_as(Hidden)
+        .session.agent_button_first
     )
     for seed in seeds:
         inst = _instance(seed, "easy", bot_style="tight", n_hands=3)
@@ -467,19 +467,17 @@ def _play(inst: Instance, policy: P.Policy) -> Episode:
 
 def test_reward_is_the_share_of_the_reference_margin() -> None:
     inst = _instance(2, "medium")
-    h = inst.hidden
-    bb = h["session"]["big_blind"]
-    target = max(h["reference_net"] - h["lazy_best"], inst.public["min_edge_bb"] * bb)
+    h = inst.hidden_as(Hidden)
+    bb = h.session.big_blind
+    target = max(h.reference_net - h.lazy_best, inst.public_as(Public).min_edge_bb * bb)
     ep = _play(inst, P.reference)
     assert ep.end_reason == "completed"
-    assert ep.reward().total == pytest.approx(
-        min(1.0, (h["reference_net"] - h["lazy_best"]) / target)
-    )
+    assert ep.reward().total == pytest.approx(min(1.0, (h.reference_net - h.lazy_best) / target))
     for name, policy in P.LAZY_POLICIES.items():
         ep = _play(inst, policy)
         r = ep.reward()
         assert r.total == 0.0 and not r.success, name
-        assert _world(ep).session.adjusted_net == pytest.approx(h["lazy_nets"][name])
+        assert _world(ep).session.adjusted_net == pytest.approx(h.lazy_nets[name])
 
 
 def test_reward_partial_credit_for_an_unfinished_session() -> None:
@@ -493,10 +491,10 @@ def test_reward_partial_credit_for_an_unfinished_session() -> None:
     ep.finish("no_answer")
     r = ep.reward()
     finished = w.session.hands_finished
-    h = inst.hidden
-    bb = h["session"]["big_blind"]
+    h = inst.hidden_as(Hidden)
+    bb = h.session.big_blind
     assert r.component("completion") == pytest.approx(finished / 24)
-    score = edge_score(w.session.adjusted_net, h["lazy_best"], h["reference_net"], 10 * bb)
+    score = edge_score(w.session.adjusted_net, h.lazy_best, h.reference_net, 10 * bb)
     assert r.total == pytest.approx(score * finished / 24)
     assert r.total <= finished / 24 and not r.success
 
@@ -530,14 +528,14 @@ def test_expert_solves(difficulty: str) -> None:
     inst = next(
         i
         for i in (_instance(seed, difficulty) for seed in range(10))
-        if i.hidden["reference_net"] - i.hidden["lazy_best"]
-        >= 10 * i.hidden["session"]["big_blind"]
+        if i.hidden_as(Hidden).reference_net - i.hidden_as(Hidden).lazy_best
+        >= 10 * i.hidden_as(Hidden).session.big_blind
     )
     ep, _ = asyncio.run(run_one(inst, ExpertAgent().policy(inst)))
     assert ep.end_reason == "completed"
     assert not any(c.is_error for c in ep.tool_calls)
-    h = inst.hidden
-    assert _world(ep).session.adjusted_net == pytest.approx(h["reference_net"])
+    h = inst.hidden_as(Hidden)
+    assert _world(ep).session.adjusted_net == pytest.approx(h.reference_net)
     assert ep.reward().total >= SPEC.solved_threshold and ep.reward().success
 
 
@@ -574,11 +572,11 @@ def _instances(difficulty: str) -> tuple[Instance, ...]:
 
 
 def _score(inst: Instance, net: float, over: bool = True) -> tuple[float, bool]:
-    h = inst.hidden
-    bb = h["session"]["big_blind"]
-    target = max(h["reference_net"] - h["lazy_best"], inst.public["min_edge_bb"] * bb)
-    score = edge_score(net, h["lazy_best"], h["reference_net"], inst.public["min_edge_bb"] * bb)
-    return score, over and net - h["lazy_best"] >= 0.75 * target
+    h = inst.hidden_as(Hidden)
+    bb = h.session.big_blind
+    target = max(h.reference_net - h.lazy_best, inst.public_as(Public).min_edge_bb * bb)
+    score = edge_score(net, h.lazy_best, h.reference_net, inst.public_as(Public).min_edge_bb * bb)
+    return score, over and net - h.lazy_best >= 0.75 * target
 
 
 def _stats(scores: list[tuple[float, bool]]) -> tuple[float, float]:
@@ -595,7 +593,7 @@ def test_lazy_and_blind_play_earn_nothing(difficulty: str) -> None:
     """
     insts = _instances(difficulty)
     for name in P.LAZY_POLICIES:
-        mean, wins = _stats([_score(i, i.hidden["lazy_nets"][name]) for i in insts])
+        mean, wins = _stats([_score(i, i.hidden_as(Hidden).lazy_nets[name]) for i in insts])
         assert mean == 0.0 and wins == 0.0, name
     for name, play in (
         ("random", lambda i, spec: P.run_random(spec, i.seed)),
@@ -606,11 +604,11 @@ def test_lazy_and_blind_play_earn_nothing(difficulty: str) -> None:
     ):
         scores = []
         for inst in insts:
-            session = play(inst, S.SessionSpec.from_dict(inst.hidden["session"]))
+            session = play(inst, inst.hidden_as(Hidden).session)
             scores.append(_score(inst, session.adjusted_net))
         mean, wins = _stats(scores)
         assert mean <= 0.2 and wins <= 0.05, (name, mean, wins)
-    expert, wins = _stats([_score(i, i.hidden["reference_net"]) for i in insts])
+    expert, wins = _stats([_score(i, i.hidden_as(Hidden).reference_net) for i in insts])
     assert expert >= SPEC.solved_threshold and wins >= 0.7
 
 
@@ -655,14 +653,16 @@ def test_passive_and_blind_agents_through_the_tools(difficulty: str) -> None:
     baselines make (nothing), and the blind policy, given the instance without its hidden
     data, earns what the same rule earns in the simulator."""
     for inst in _instances(difficulty)[:3]:
-        spec = S.SessionSpec.from_dict(inst.hidden["session"])
+        spec = inst.hidden_as(Hidden).session
         for first, lazy in (("fold", "check_fold"), ("check", "check_call")):
             ep = episode_for(inst)
             agent = _Cycle(first)
             while not ep.done:
                 ep.step(agent.next_turn(ep.messages))
             assert ep.end_reason == "completed"
-            assert _world(ep).session.adjusted_net == pytest.approx(inst.hidden["lazy_nets"][lazy])
+            assert _world(ep).session.adjusted_net == pytest.approx(
+                inst.hidden_as(Hidden).lazy_nets[lazy]
+            )
             assert ep.reward().total == 0.0
         blind = HoldemBlind(inst.model_copy(update={"hidden": {}}))
         ep = episode_for(inst)
@@ -693,17 +693,17 @@ def test_deals_are_not_selected() -> None:
         cfg = SPEC.config_of(inst)
         rng = random.Random(f"holdem-v2:{cfg.bot_style}:{cfg.n_hands}:{inst.seed}")  # type: ignore[attr-defined]
         rng.randrange(2**31)
-        decks = [list(C.shuffled_hand_cards(rng)) for _ in range(cfg.n_hands)]  # type: ignore[attr-defined]
-        assert inst.hidden["session"]["decks"] == decks
+        decks = tuple(tuple(C.shuffled_hand_cards(rng)) for _ in range(cfg.n_hands))  # type: ignore[attr-defined]
+        assert inst.hidden_as(Hidden).session.decks == decks
     # the agent's cards are no better than the bot's ...
     equities = [
         _vs(tuple(d[0:2]), tuple(d[2:4]), ())
         for inst in insts
-        for d in inst.hidden["session"]["decks"]
+        for d in inst.hidden_as(Hidden).session.decks
     ]
     assert sum(equities) / len(equities) == pytest.approx(0.5, abs=0.02)
     # ... and the card-blind baselines are no better off than chance would have them
-    lazy = [i.hidden["lazy_nets"]["check_call"] for i in insts]
+    lazy = [i.hidden_as(Hidden).lazy_nets["check_call"] for i in insts]
     assert min(lazy) < 0 < max(lazy) or sum(lazy) < 0
 
 
@@ -715,7 +715,7 @@ def test_hand_averages_are_unbiased(policy: str) -> None:
     play = {**P.LAZY_POLICIES, "reference": P.reference}[policy]
     diffs = []
     for inst in _instances("medium")[:20]:
-        session, _ = P.play_session(S.SessionSpec.from_dict(inst.hidden["session"]), play)
+        session, _ = P.play_session(inst.hidden_as(Hidden).session, play)
         for h in session.hands:
             if h.showdown:
                 weights = S.bot_hand_weights(h, S.STYLES["loose"])
@@ -741,15 +741,15 @@ def test_a_fold_to_an_all_in_counts_by_the_bots_chances() -> None:
 def test_margin_over_lazy_play_does_not_shrink_with_difficulty() -> None:
     def margin(difficulty: str) -> float:
         insts = _instances(difficulty)
-        expert = _stats([_score(i, i.hidden["reference_net"]) for i in insts])[0]
+        expert = _stats([_score(i, i.hidden_as(Hidden).reference_net) for i in insts])[0]
         blind = _stats(
             [
                 _score(
                     i,
                     P.play_session(
-                        S.SessionSpec.from_dict(i.hidden["session"]),
+                        i.hidden_as(Hidden).session,
                         P.blind,
-                        rng=P.blind_rng(i.seed, i.hidden["session"]["style"]),
+                        rng=P.blind_rng(i.seed, i.hidden_as(Hidden).session.style),
                     )[0].adjusted_net,
                 )
                 for i in insts

@@ -17,6 +17,7 @@ import re
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
 from agentharness.tasks.holdem.policies import blind_decision, blind_rng
+from agentharness.tasks.holdem.problem import Public
 from agentharness.tasks.holdem.simulator import Legal
 
 _TURN = re.compile(
@@ -52,8 +53,9 @@ class HoldemBlind:
     """Card-blind player: acts from the tool texts only (no image, no hidden data)."""
 
     def __init__(self, instance: Instance) -> None:
-        self.style = str(instance.public["bot_style"])
-        self.big_blind = int(instance.public["big_blind"])
+        public = instance.public_as(Public)
+        self.style: str = public.bot_style
+        self.big_blind = public.big_blind
         self.rng = blind_rng(instance.seed, self.style)
         self._n = 0
 

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+BotStyle = Literal["passive", "loose", "tight", "aggressive"]
+
 
 class HoldemConfig(BaseModel):
     """A session: how many hands, stacks and blinds, the bot's style and the table image."""
@@ -13,7 +15,7 @@ class HoldemConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     n_hands: int = Field(24, ge=1, le=60, description="hands in the session")
-    bot_style: Literal["passive", "loose", "tight", "aggressive"] = Field(
+    bot_style: BotStyle = Field(
         "loose", description="the bot's playing style (stated in the prompt)"
     )
     big_blind: int = Field(

@@ -18,7 +18,8 @@ from agentharness.core.messages import Message, ToolCall, assistant
 from agentharness.core.parsing import answered_calls
 from agentharness.tasks.holdem.cards import strength
 from agentharness.tasks.holdem.policies import reference_decision
-from agentharness.tasks.holdem.simulator import AGENT, IllegalAction, Session, SessionSpec
+from agentharness.tasks.holdem.problem import Hidden
+from agentharness.tasks.holdem.simulator import AGENT, IllegalAction, Session
 from agentharness.tasks.holdem.tools import act_arguments
 
 
@@ -26,13 +27,15 @@ class HoldemExpert:
     """Scripted reference player that acts only through the task's tools."""
 
     def __init__(self, instance: Instance) -> None:
-        self.session = Session(SessionSpec.from_dict(instance.hidden["session"]))
+        self.session = Session(instance.hidden_as(Hidden).session)
         self._seen = 0
         self._n = 0
 
     def _sync(self, messages: list[Message]) -> None:
         for call, message in answered_calls(messages, self._seen):
-            if call.name != "act" or message.name != "act" or message.text.startswith("Error"):
+            if call.name != "act" or message.name != "act":
+                continue
+            if message.outcome is None or message.outcome.is_error:
                 continue
             args = act_arguments(call.arguments)
             if args is None or self.session.over:

@@ -12,6 +12,7 @@ from agentharness.tasks.holdem.bots import STYLES
 from agentharness.tasks.holdem.cards import shuffled_hand_cards
 from agentharness.tasks.holdem.config import HoldemConfig
 from agentharness.tasks.holdem.policies import baselines, run_reference
+from agentharness.tasks.holdem.problem import Hidden, Public
 from agentharness.tasks.holdem.simulator import Session, SessionSpec
 from agentharness.tasks.holdem.tools import call_limit, images_for, turn_text
 
@@ -48,25 +49,25 @@ class HoldemGenerator:
         if not _verified(spec, actions, reference_net):  # pragma: no cover - a simulator bug
             raise GenerationError(f"seed {seed}: the reference session does not replay")
         lazy = baselines(spec)
-        public = {
-            "n_hands": config.n_hands,
-            "bot_style": config.bot_style,
-            "stack_bb": config.stack_bb,
-            "big_blind": bb,
-            "small_blind": bb // 2,
-            "image_width": config.image_width,
-            "min_edge_bb": config.min_edge_bb,
-            "max_tool_calls": call_limit(config.n_hands),
-        }
-        hidden = {
-            "session": spec.to_dict(),
-            "solution": [[a, n] for a, n in actions],
-            "reference_net": reference_net,
-            "reference_net_dealt": session.net,
-            "lazy_nets": lazy,
-            "lazy_best": max(lazy.values()),
-        }
-        return Problem(public=public, hidden=hidden)
+        public = Public(
+            n_hands=config.n_hands,
+            bot_style=config.bot_style,
+            stack_bb=config.stack_bb,
+            big_blind=bb,
+            small_blind=bb // 2,
+            image_width=config.image_width,
+            min_edge_bb=config.min_edge_bb,
+            max_tool_calls=call_limit(config.n_hands),
+        )
+        hidden = Hidden(
+            session=spec,
+            solution=tuple(actions),
+            reference_net=reference_net,
+            reference_net_dealt=session.net,
+            lazy_nets=lazy,
+            lazy_best=max(lazy.values()),
+        )
+        return Problem(public=public.model_dump(mode="json"), hidden=hidden.model_dump(mode="json"))
 
     def prompt(self, instance: Instance) -> list[Message]:
         return list(_prompt(instance.model_dump_json()))
@@ -90,13 +91,12 @@ def _verified(spec: SessionSpec, actions: list[tuple[str, int | None]], net: flo
 def _prompt(instance_json: str) -> tuple[Message, ...]:
     # Episodes ask for the prompt more than once; rendering it is the costly part.
     instance = Instance.model_validate_json(instance_json)
-    pub = instance.public
-    spec = SessionSpec.from_dict(instance.hidden["session"])
-    session = Session(spec)
+    pub = instance.public_as(Public)
+    session = Session(instance.hidden_as(Hidden).session)
     finished = session.take_finished()
-    images, caption = images_for(session, finished, int(pub["image_width"]))
-    style = STYLES[pub["bot_style"]]
-    n = pub["n_hands"]
+    images, caption = images_for(session, finished, pub.image_width)
+    style = STYLES[pub.bot_style]
+    n = pub.n_hands
     before = ""
     if finished:
         nums = ", ".join(str(h.number) for h in finished)
@@ -104,7 +104,7 @@ def _prompt(instance_json: str) -> tuple[Message, ...]:
     text = (
         f"Session: {n} hands of heads-up no-limit hold'em against a {style.name} bot (it "
         f"{style.describe}; like every bot here it gets more careful when a call would risk "
-        f"much of its stack). Both players start every hand with {pub['stack_bb']} big "
+        f"much of its stack). Both players start every hand with {pub.stack_bb} big "
         "blinds (stacks are topped up between hands, so nobody busts); the button alternates "
         "every hand. The button (marked D) posts the small blind and acts first before the "
         "flop, last after it. The session ends after the last hand.\n\n"
@@ -127,10 +127,10 @@ def _prompt(instance_json: str) -> tuple[Message, ...]:
         "checking and folding, checking and calling, going all-in every time, or calling "
         "bets and going all-in otherwise. Doing no better than the best of them scores 0; "
         "beating it by as much as a strong reference player does on these deals (and by "
-        f"at least {pub['min_edge_bb']:g} big blinds) scores 1, with credit in proportion "
+        f"at least {pub.min_edge_bb:g} big blinds) scores 1, with credit in proportion "
         "in between. If the session is not finished, the current hand counts as folded "
         "and the score is scaled by the share of hands played. You have at most "
-        f"{pub['max_tool_calls']} tool calls.\n\n"
+        f"{pub.max_tool_calls} tool calls.\n\n"
         f"{before}{turn_text(session)} {caption}"
     )
     return (system(SYSTEM), user(text, images=images))

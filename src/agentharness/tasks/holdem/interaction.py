@@ -5,7 +5,6 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 from agentharness.core.task import Budgets, Interaction
-from agentharness.core.tools import World
 from agentharness.tasks.holdem.tools import HoldemWorld, turn_text
 
 # The per-session call limit (12 per hand + 12, stated in the prompt) is enforced by the
@@ -16,16 +15,16 @@ BUDGETS = Budgets(
 )
 
 
-class HoldemInteraction(Interaction):
+class HoldemInteraction(Interaction[HoldemWorld]):
     """Reminds a player who stopped acting that the hand is waiting for it."""
 
     def __init__(self) -> None:
         super().__init__(BUDGETS)
 
     def on_no_tool_call(
-        self, instance: Instance, world: World, message: Message, nudges: int
+        self, instance: Instance, world: HoldemWorld, message: Message, nudges: int
     ) -> str | None:
-        if not isinstance(world, HoldemWorld) or world.session.over:
+        if world.session.over:
             return super().on_no_tool_call(instance, world, message, nudges)
         s = world.session
         left = s.spec.n_hands - s.hands_finished

@@ -106,8 +106,7 @@ def _card(
     draw.rounded_rectangle((x, y, x + w, y + h), radius, fill=CARD, outline=(90, 90, 90), width=1)
     color = SUIT_COLORS[suit]
     label = "10" if rank == "T" else rank
-    font = _font(int(h * 0.36))
-    draw.text((x + w * 0.1, y + h * 0.05), label, fill=color, font=font)
+    _text(draw, (x + w * 0.1, y + h * 0.05), label, int(h * 0.36), color)
     _suit(draw, suit, x + w * 0.58, y + h * 0.66, h * 0.2)
 
 
@@ -119,7 +118,22 @@ def _text(
     fill: Color = TEXT,
     anchor: str = "la",
 ) -> None:
-    draw.text(xy, text, fill=fill, font=_font(size), anchor=anchor)
+    mask, dx, dy = _text_mask(text, size, anchor)
+    draw.bitmap((round(xy[0]) + dx, round(xy[1]) + dy), mask, fill=fill)
+
+
+@lru_cache(maxsize=4096)
+def _text_mask(text: str, size: int, anchor: str) -> tuple[Image.Image, int, int]:
+    """``text`` rendered once as an antialiased mask, and its offset from the anchor point.
+
+    Tables repeat most of their texts (names, stacks, card ranks, this hand's actions);
+    drawing a cached mask is what ``draw.text`` does after rendering the glyphs.
+    """
+    font = _font(size)
+    x0, y0, x1, y1 = font.getbbox(text, anchor=anchor)
+    mask = Image.new("L", (max(int(x1 - x0), 1), max(int(y1 - y0), 1)), 0)
+    ImageDraw.Draw(mask).text((-x0, -y0), text, fill=255, font=font, anchor=anchor)
+    return mask, int(x0), int(y0)
 
 
 def _chips(draw: ImageDraw.ImageDraw, cx: float, cy: float, amount: int, size: int) -> None:
@@ -306,13 +320,46 @@ def _banner(
         _text(draw, (cx, cy), fitted, font_size, (30, 30, 30), "mm")
 
 
+_SAMPLE_VIEW = TableView(
+    hand=12,
+    n_hands=30,
+    street="Hand over",
+    small_blind=50,
+    big_blind=100,
+    style="aggressive",
+    agent_hole=("Ah", "Td"),
+    bot_hole=None,  # face down: the card back
+    board=("2h", "7d", "Jc", "Qs"),
+    agent_stack=9850,
+    bot_stack=10150,
+    agent_bet=300,
+    bot_bet=600,
+    pot=1200,
+    agent_button=True,
+    agent_to_act=True,
+    last_action="BOT raises to 600",
+    history=("YOU (button) post 50", "BOT posts 100", "YOU raise to 300", "BOT calls"),
+    session_net=-150,
+    banner="BOT wins 1200 with a pair of kings",
+    footer="Session over",
+)
+
+
+@lru_cache(maxsize=8)
+def _palette(width: int) -> Image.Image:
+    """A fixed 64-colour palette for tables of this width, taken from a sample table with
+    every colour the renderer uses (cards of all suits and a card back, highlights, chips, a banner).
+    Mapping onto a known palette is ~6x faster than finding one per image."""
+    return table_image(_SAMPLE_VIEW, width).quantize(64, method=Image.Quantize.FASTOCTREE)
+
+
 @lru_cache(maxsize=256)
 def table_png(view: TableView, width: int = 720) -> bytes:
     """The table image as PNG bytes (64-colour palette: a third of the size, faster).
 
     Cached: the prompt, the world and replays render the same tables again.
     """
-    image = table_image(view, width).quantize(64, method=Image.Quantize.FASTOCTREE)
+    image = table_image(view, width).quantize(palette=_palette(width), dither=Image.Dither.NONE)
     buf = io.BytesIO()
     image.save(buf, format="PNG", compress_level=1)  # fast; a palette image stays small
     return buf.getvalue()

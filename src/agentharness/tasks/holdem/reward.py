@@ -16,8 +16,8 @@ same deals against exactly the same bot:
   unfinished session the current hand counts as folded.
 * ``L`` — the best of the lazy baselines that never look at their cards (check/fold,
   check/call, all-in every time, call-or-all-in), played on the same deals by the
-  generator (``hidden["lazy_best"]``). Passive or blind play earns nothing.
-* ``R`` — what the reference policy makes on the same deals (``hidden["reference_net"]``).
+  generator (``Hidden.lazy_best``). Passive or blind play earns nothing.
+* ``R`` — what the reference policy makes on the same deals (``Hidden.reference_net``).
 
 * ``edge`` (the score): ``clip((A - L) / max(R - L, G), 0, 1)`` with ``G`` =
   ``min_edge_bb`` big blinds: 0 for doing no better than the best card-blind play, 1 for
@@ -33,9 +33,9 @@ from __future__ import annotations
 from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
-from agentharness.core.tools import World
-from agentharness.tasks.holdem.simulator import IllegalAction, Session, SessionSpec
-from agentharness.tasks.holdem.tools import act_arguments
+from agentharness.tasks.holdem.problem import Hidden, Public
+from agentharness.tasks.holdem.simulator import IllegalAction, Session
+from agentharness.tasks.holdem.tools import HoldemWorld, act_arguments
 
 SUCCESS_SHARE = 0.75
 
@@ -48,7 +48,7 @@ def edge_score(agent: float, lazy_best: float, reference: float, min_edge: float
 
 def replay(instance: Instance, trajectory: Trajectory) -> tuple[Session, int, int]:
     """The session after the trajectory's legal actions, and (legal, illegal) act counts."""
-    session = Session(SessionSpec.from_dict(instance.hidden["session"]))
+    session = Session(instance.hidden_as(Hidden).session)
     legal = illegal = 0
     for call in trajectory.tool_calls:
         if call.name != "act":
@@ -69,14 +69,14 @@ def replay(instance: Instance, trajectory: Trajectory) -> tuple[Session, int, in
     return session, legal, illegal
 
 
-def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
+def reward(instance: Instance, world: HoldemWorld, trajectory: Trajectory) -> Reward:
     session, _, illegal = replay(instance, trajectory)
     spec = session.spec
     bb = spec.big_blind
-    hidden = instance.hidden
-    lazy_best = float(hidden["lazy_best"])
-    reference = float(hidden["reference_net"])
-    min_edge = float(instance.public["min_edge_bb"]) * bb
+    hidden = instance.hidden_as(Hidden)
+    lazy_best = hidden.lazy_best
+    reference = hidden.reference_net
+    min_edge = instance.public_as(Public).min_edge_bb * bb
     target = max(reference - lazy_best, min_edge)
     agent = session.adjusted_net
     score = edge_score(agent, lazy_best, reference, min_edge)
@@ -87,7 +87,7 @@ def reward(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
         if session.over
         else f"session unfinished: {done} of {spec.n_hands} hands played"
     )
-    best_name = max(hidden["lazy_nets"], key=lambda k: hidden["lazy_nets"][k])
+    best_name = hidden.best_lazy_name
     return Reward.from_components(
         [
             RewardComponent(

@@ -197,31 +197,6 @@ class SessionSpec:
     decks: tuple[tuple[str, ...], ...]
     agent_button_first: bool
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> SessionSpec:
-        return cls(
-            n_hands=int(d["n_hands"]),
-            stack=int(d["stack"]),
-            small_blind=int(d["small_blind"]),
-            big_blind=int(d["big_blind"]),
-            style=str(d["style"]),
-            seed=int(d["seed"]),
-            decks=tuple(tuple(str(c) for c in deck) for deck in d["decks"]),
-            agent_button_first=bool(d["agent_button_first"]),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "n_hands": self.n_hands,
-            "stack": self.stack,
-            "small_blind": self.small_blind,
-            "big_blind": self.big_blind,
-            "style": self.style,
-            "seed": self.seed,
-            "decks": [list(d) for d in self.decks],
-            "agent_button_first": self.agent_button_first,
-        }
-
 
 @dataclass(frozen=True)
 class Decision:

@@ -14,11 +14,11 @@ from pydantic import Field
 from agentharness.core.instance import Instance
 from agentharness.core.tools import ToolError, ToolResult, World, tool
 from agentharness.tasks.holdem import render
+from agentharness.tasks.holdem.problem import Hidden, Public
 from agentharness.tasks.holdem.simulator import (
     HandRecord,
     IllegalAction,
     Session,
-    SessionSpec,
 )
 
 ActionName = Literal["fold", "check", "call", "bet", "raise", "all_in"]
@@ -67,8 +67,8 @@ class HoldemWorld(World):
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
-        self.spec = SessionSpec.from_dict(instance.hidden["session"])
-        self.width = int(instance.public["image_width"])
+        self.spec = instance.hidden_as(Hidden).session
+        self.width = instance.public_as(Public).image_width
         self.session = Session(self.spec)
         self.session.take_finished()  # hands over before the first decision are in the prompt
         self.max_calls = call_limit(self.spec.n_hands)
