@@ -18,6 +18,9 @@ def test_builtin_tasks_are_registered() -> None:
     assert set(builtin_task_names()) <= names
 
 
+# The adversarial check plays ~10 policies on 30 seeds per difficulty: minutes for the
+# long-episode tasks (holdem's sessions), so these get more than the suite's default timeout.
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("spec", all_tasks(), ids=lambda s: s.id)
 def test_task_conforms(spec) -> None:
     report = check_task(spec, seeds=3)

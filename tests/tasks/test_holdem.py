@@ -17,14 +17,14 @@ from PIL import Image
 from agentharness.agents.scripted import ExpertAgent, NoisyAgent
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
-from agentharness.core.messages import Message, ToolCall, assistant
+from agentharness.core.messages import Message, ToolCall, ToolOutcome, assistant
 from agentharness.core.registry import episode_for, get_task
 from agentharness.core.task import TaskConfigError
 from agentharness.rollout.runner import run_one
 from agentharness.tasks.holdem import cards as C
 from agentharness.tasks.holdem import policies as P
 from agentharness.tasks.holdem import simulator as S
-from agentharness.tasks.holdem.blind import HoldemBlind, parse_turn
+from agentharness.tasks.holdem.blind import HoldemBlind, legal_from_data
 from agentharness.tasks.holdem.problem import Hidden, Public
 from agentharness.tasks.holdem.reward import edge_score
 from agentharness.tasks.holdem.tools import HoldemWorld, call_limit
@@ -47,6 +47,12 @@ def _act(action: str, amount: int | None = None, n: int = 1) -> Message:
 def _world(ep: Episode) -> HoldemWorld:
     assert isinstance(ep.world, HoldemWorld)
     return ep.world
+
+
+def _last_tool(ep: Episode) -> ToolOutcome:
+    outcome = [m for m in ep.messages if m.role == "tool"][-1].outcome
+    assert outcome is not None
+    return outcome
 
 
 def _deck(agent: str, bot: str, board: str, seed: int = 0) -> tuple[str, ...]:
@@ -674,15 +680,17 @@ def test_passive_and_blind_agents_through_the_tools(difficulty: str) -> None:
         assert ep.reward().total == pytest.approx(_score(inst, alone.adjusted_net)[0])
 
 
-def test_blind_policy_reads_the_legal_actions_from_text() -> None:
-    text = (
-        "You call 2. Hand 3 of 24, flop. Your turn. Legal actions: fold, call (adds 6), "
-        "raise (amount 12 to 200), all_in (raise to 200). Image 1 shows the table now."
-    )
-    street, legal = parse_turn(text)  # type: ignore[misc]
-    assert street == "flop"
-    assert legal == S.Legal(fold=True, check=False, call=6, bet=None, raise_=(12, 200), all_in=200)
-    assert parse_turn("no turn here") is None
+def test_blind_policy_reads_the_legal_actions_from_the_turn_data() -> None:
+    ep = episode_for(_instance(3, "easy"))
+    ep.step(assistant(tool_calls=[ToolCall.make("v", "view_table", {})]))
+    data = _last_tool(ep).data
+    assert not CARD.search(json.dumps(data))  # the cards stay in the image
+    street, legal = legal_from_data(data)  # type: ignore[misc]
+    assert street == data["street"] and legal == _world(ep).session.legal()
+    assert legal_from_data({"text": "no turn here"}) is None
+    # an illegal action's error carries the turn too, so a blind player can go on
+    ep.step(_act("bet", 10**6, n=2))
+    assert _last_tool(ep).is_error and legal_from_data(_last_tool(ep).data) is not None
 
 
 def test_deals_are_not_selected() -> None:

@@ -1,10 +1,11 @@
 """The blind policy: the strongest play we know that never reads the table image.
 
-It sees what a screen reader would: the prompt and the tool texts, which give the bot's
-style, the hand number, the street and the legal actions with their amounts (so the
-chips to call and the bet and raise ranges), never the cards, the board or the pot. It
-parses the latest "Legal actions" line into a :class:`Legal` and plays
-:func:`policies.blind_decision` for the bot's style, through the ``act`` tool.
+It sees what a screen reader would: the prompt and the tool results without their
+images, which give the bot's style, the hand number, the street and the legal actions
+with their amounts (so the chips to call and the bet and raise ranges), never the cards,
+the board or the pot. It reads the latest tool result's turn data (the same facts as its
+"Legal actions" line) and plays :func:`policies.blind_decision` for the bot's style,
+through the ``act`` tool; before any tool result it asks for the table with ``view_table``.
 
 The adversarial check plays it with ``instance.hidden`` emptied and every image blanked;
 it must earn next to nothing, or the images would not be needed.
@@ -12,7 +13,7 @@ it must earn next to nothing, or the images would not be needed.
 
 from __future__ import annotations
 
-import re
+from typing import Any
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
@@ -20,37 +21,29 @@ from agentharness.tasks.holdem.policies import blind_decision, blind_rng
 from agentharness.tasks.holdem.problem import Public
 from agentharness.tasks.holdem.simulator import Legal
 
-_TURN = re.compile(
-    r"Hand (\d+) of (\d+), (preflop|flop|turn|river)\. Your turn\. Legal actions: ([^\n]*?)\.(?:\s|$)"
-)
-_RANGE = re.compile(r"(bet|raise) \(amount (\d+) to (\d+)\)")
-_CALL = re.compile(r"call \(adds (\d+)\)")
-_ALL_IN = re.compile(r"all_in \((?:raise to|call) (\d+)\)")
 
-
-def parse_turn(text: str) -> tuple[str, Legal] | None:
-    """The street and legal actions of the last "Your turn" line in ``text``."""
-    found = _TURN.findall(text)
-    if not found:
+def legal_from_data(data: Any) -> tuple[str, Legal] | None:
+    """The street and legal actions in a tool result's turn data (``tools.turn_data``)."""
+    if not isinstance(data, dict) or not isinstance(data.get("legal"), dict):
         return None
-    _, _, street, actions = found[-1]
-    names = {a.strip().split(" ")[0] for a in actions.split(",")}
-    ranges = {kind: (int(lo), int(hi)) for kind, lo, hi in _RANGE.findall(actions)}
-    call = _CALL.search(actions)
-    all_in = _ALL_IN.search(actions)
-    legal = Legal(
-        fold="fold" in names,
-        check="check" in names,
-        call=int(call.group(1)) if call else None,
-        bet=ranges.get("bet"),
-        raise_=ranges.get("raise"),
-        all_in=int(all_in.group(1)) if all_in else 0,
+    legal = data["legal"]
+
+    def span(key: str) -> tuple[int, int] | None:
+        value = legal.get(key)
+        return None if value is None else (int(value[0]), int(value[1]))
+
+    return str(data["street"]), Legal(
+        fold=bool(legal["fold"]),
+        check=bool(legal["check"]),
+        call=None if legal["call"] is None else int(legal["call"]),
+        bet=span("bet"),
+        raise_=span("raise"),
+        all_in=int(legal["all_in"]),
     )
-    return street, legal
 
 
 class HoldemBlind:
-    """Card-blind player: acts from the tool texts only (no image, no hidden data)."""
+    """Card-blind player: acts from the tool results' turn data only (no image, no hidden data)."""
 
     def __init__(self, instance: Instance) -> None:
         public = instance.public_as(Public)
@@ -62,11 +55,12 @@ class HoldemBlind:
     def next_turn(self, messages: list[Message]) -> Message:
         self._n += 1
         call_id = f"blind_{self._n}"
+        turn = None
         for message in reversed(messages):
-            turn = parse_turn(message.text) if message.role in ("user", "tool") else None
-            if turn is not None:
+            if message.role == "tool" and message.outcome is not None:
+                turn = legal_from_data(message.outcome.data)
                 break
-        else:
+        if turn is None:
             return assistant(
                 "Let me look at the table.", [ToolCall.make(call_id, "view_table", {})]
             )

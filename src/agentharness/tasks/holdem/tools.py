@@ -41,6 +41,24 @@ def turn_text(session: Session) -> str:
     )
 
 
+def turn_data(session: Session) -> dict[str, Any]:
+    """:func:`turn_text` as a tool result's data: the hand, the street and the legal actions
+    (``Legal``'s fields; bet and raise ranges as [min, max])."""
+    legal = session.legal()
+    return {
+        "hand": session.hand.number,
+        "street": session.street(),
+        "legal": {
+            "fold": legal.fold,
+            "check": legal.check,
+            "call": legal.call,
+            "bet": legal.bet,
+            "raise": legal.raise_,
+            "all_in": legal.all_in,
+        },
+    }
+
+
 def images_for(session: Session, finished: list[HandRecord], width: int) -> tuple[list[bytes], str]:
     """PNG images of the showdowns that just happened plus the current table, and a caption.
 
@@ -110,7 +128,7 @@ class HoldemWorld(World):
             msg = f"Illegal action: {e} The hand waits for your action."
             if self._limit_reached():
                 return self._out_of_calls(f"Error: {msg}", is_error=True)
-            raise ToolError(msg) from e
+            raise ToolError(msg, data=turn_data(s)) from e
         self.legal_actions += 1
         finished = s.take_finished()
         images, caption = images_for(s, finished, self.width)
@@ -132,7 +150,9 @@ class HoldemWorld(World):
         parts.append(caption)
         if self._limit_reached():
             return self._out_of_calls(" ".join(parts))
-        return ToolResult(text=" ".join(parts), images=tuple(images), metrics=metrics)
+        return ToolResult(
+            text=" ".join(parts), images=tuple(images), metrics=metrics, data=turn_data(s)
+        )
 
     @tool
     def view_table(self) -> ToolResult:
@@ -144,7 +164,7 @@ class HoldemWorld(World):
         text = f"{turn_text(s)} The image shows the table now."
         if self._limit_reached():
             return self._out_of_calls(text)
-        return ToolResult(text=text, images=(png,))
+        return ToolResult(text=text, images=(png,), data=turn_data(s))
 
 
 def act_arguments(arguments: dict[str, Any]) -> tuple[str, int | None] | None:
