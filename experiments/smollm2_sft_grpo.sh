@@ -1,83 +1,135 @@
 #!/usr/bin/env bash
-# SmolLM2-135M-Instruct (bundled) on CPU: untuned -> SFT on synthesized, filtered expert
-# trajectories -> GRPO on top, each evaluated on the same held-out instances.
+# SmolLM2-135M-Instruct (bundled) on CPU: untuned -> SFT on expert trajectories -> GRPO on
+# top, each evaluated greedily on the same held-out instances, with the random agent and
+# the lazy policies scored on those instances too.
 #
 #   bash experiments/smollm2_sft_grpo.sh [WORKDIR]      (default WORKDIR: experiments/out)
 #
 # Every step is a `bootcamp` command; re-running resumes finished evaluations and skips
-# finished training stages. Sized for ~2-3 hours on 2 shared CPU cores; scale with the
-# variables below. Results: experiments/RESULTS.md (the table is printed at the end).
+# finished training stages. The figures (experiments/results/summary.json, the PNG curves
+# and the tables) are written by experiments/summarize.py at the end. Results and the
+# measured sizes and times: experiments/RESULTS.md. Sizes are the variables below.
 set -euo pipefail
 
 W=${1:-experiments/out}
 BOOTCAMP=${BOOTCAMP:-bootcamp}
-TASKS=${TASKS:-robot_reach,thermal}       # text tasks with partial credit
-N_HELD_OUT=${N_HELD_OUT:-5}               # held-out instances per task (seeds 0..N-1, easy)
-N_SYNTH=${N_SYNTH:-24}                    # synthesized training instances (expert-solved)
-SFT_STEPS=${SFT_STEPS:-24}
-GRPO_STEPS=${GRPO_STEPS:-12}
-N_RL=${N_RL:-6}                           # GRPO training instances per task (seeds 100000+)
-GROUP=${GROUP:-4}                         # GRPO group size
-MAX_TURNS=${MAX_TURNS:-4}                 # turn budget at eval and in GRPO episodes
-MAX_TOKENS=${MAX_TOKENS:-128}             # tokens per assistant turn
-EVAL=(--agent local --instances "$W/held_out.jsonl" --max-turns "$MAX_TURNS"
-      --max-tokens "$MAX_TOKENS" --temperature 0 --concurrency 1 --quiet)
+PYTHON=${PYTHON:-python}
+RESULTS=${RESULTS:-experiments/results}
+# task:turn budget:max new tokens per turn. The budgets fit the expert's own trajectories
+# at difficulty easy (harmony 3 turns, thermal 5, robot_reach 6, escape_room 11) plus one
+# turn of slack; the token caps are above the expert's longest turn (180, 121, 179, 41).
+TASK_SPECS=${TASK_SPECS:-"harmony-v2:4:192 thermal-v3:6:160 robot_reach-v3:7:192 escape_room-v1:12:64"}
+DIFFICULTY=${DIFFICULTY:-easy}
+N_HELD_OUT=${N_HELD_OUT:-20}        # held-out instances per task: seeds 0..N-1
+N_SYNTH=${N_SYNTH:-32}              # instances synthesized around the untuned model's failures
+N_FRESH=${N_FRESH:-8}               # extra expert episodes per task on fresh seeds 1000+
+SFT_STEPS=${SFT_STEPS:-48}
+SFT_LR=${SFT_LR:-2e-4}
+SFT_WARMUP=${SFT_WARMUP:-0}          # (HF warmup gives its first step learning rate 0)
+SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-4096}
+GRPO_TASKS=${GRPO_TASKS:-harmony-v2}   # tasks GRPO plays (one turn budget for all)
+GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-4}
+GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-192}
+N_PROBE=${N_PROBE:-8}               # GRPO candidate instances per task (seeds 100000+); 0: no probe
+PROBE_K=${PROBE_K:-2}               # samples of the SFT policy per candidate (curriculum)
+GRPO_STEPS=${GRPO_STEPS:-8}
+GROUP=${GROUP:-8}                   # GRPO group size
+GRPO_LR=${GRPO_LR:-1e-5}
+LAZY=${LAZY:-"lazy:defaults lazy:minimum lazy:maximum lazy:echo lazy:passive"}
 
-mkdir -p "$W"
+mkdir -p "$W/runs"
 log() { echo "[$(date +%H:%M:%S)] $*"; }
 start=$(date +%s)
-log "hardware: $(nproc) CPU cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load $(cut -d' ' -f1-3 /proc/loadavg)"
+log "hardware: $(nproc --all) CPU cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load $(cut -d' ' -f1-3 /proc/loadavg)"
+TASKS=$(for s in $TASK_SPECS; do echo -n "${s%%:*},"; done); TASKS=${TASKS%,}
+log "tasks: $TASK_SPECS (task:turns:tokens), difficulty $DIFFICULTY"
 
-log "held-out instances: $TASKS x $N_HELD_OUT (easy, seeds 0..$((N_HELD_OUT - 1)))"
+# eval AGENT STAGE [extra args]: one run per task, on that task's held-out instances and budget
+eval_stage() {
+  local agent=$1 stage=$2; shift 2
+  for s in $TASK_SPECS; do
+    IFS=: read -r task turns tokens <<< "$s"
+    $BOOTCAMP eval --agent "$agent" --instances "$W/held_out.$task.jsonl" --max-turns "$turns" \
+      --max-tokens "$tokens" --temperature 0 --concurrency 1 --quiet --out "$W/runs/$stage/$task" "$@"
+  done
+}
+
+log "held-out instances: $N_HELD_OUT per task ($DIFFICULTY, seeds 0..$((N_HELD_OUT - 1)))"
 rm -f "$W/held_out.jsonl"
-for t in ${TASKS//,/ }; do
-  $BOOTCAMP generate "$t" -n "$N_HELD_OUT" --difficulty easy --seed 0 -o "$W/held_out.$t.jsonl"
-  cat "$W/held_out.$t.jsonl" >> "$W/held_out.jsonl"
+for s in $TASK_SPECS; do
+  task=${s%%:*}
+  $BOOTCAMP generate "$task" -n "$N_HELD_OUT" --difficulty "$DIFFICULTY" --seed 0 -o "$W/held_out.$task.jsonl"
+  cat "$W/held_out.$task.jsonl" >> "$W/held_out.jsonl"
 done
 
-log "1/3 baseline: untuned SmolLM2-135M"
-$BOOTCAMP eval "${EVAL[@]}" --model smollm2 --out "$W/runs/baseline"
+log "reference policies on the held-out instances: random, lazy"
+eval_stage random random
+for lazy in $LAZY; do eval_stage "$lazy" "${lazy/:/_}"; done
 
-log "SFT data: synthesize instances around the baseline's failures, solve them with the expert, filter, export"
-if $BOOTCAMP synth "$W/runs/baseline" -o "$W/synth.jsonl" -n "$N_SYNTH" --seed 0 \
-     --exclude "$W/held_out.jsonl" && [ -s "$W/synth.jsonl" ]; then
-  $BOOTCAMP eval --agent expert --instances "$W/synth.jsonl" --out "$W/runs/expert_synth" --quiet
-else
-  log "synth unavailable: falling back to expert runs on fresh seeds (1000+)"
-  $BOOTCAMP eval --agent expert --tasks "$TASKS" -n $((N_SYNTH / 2)) --difficulty easy --seed 1000 \
-    --out "$W/runs/expert_synth" --quiet
+log "1/3 untuned SmolLM2-135M"
+eval_stage local untuned --model smollm2
+
+log "SFT data: instances synthesized around the untuned model's failures + fresh seeds, solved by the expert, filtered"
+if [ ! -s "$W/sft.jsonl" ]; then
+  # synth writes only instances the expert solves; it never reproduces a held-out instance
+  $BOOTCAMP synth "$W"/runs/untuned/* -o "$W/synth.jsonl" -n "$N_SYNTH" --seed 0 \
+    --exclude "$W/held_out.jsonl" || : > "$W/synth.jsonl"
+  $PYTHON experiments/summarize.py split "$W/synth.jsonl"
+  sft_runs=()
+  for s in $TASK_SPECS; do
+    IFS=: read -r task turns tokens <<< "$s"
+    if [ -s "$W/synth.$task.jsonl" ]; then
+      $BOOTCAMP eval --agent expert --instances "$W/synth.$task.jsonl" --max-turns "$turns" \
+        --out "$W/runs/expert_synth/$task" --quiet
+      sft_runs+=("$W/runs/expert_synth/$task")
+    fi
+    $BOOTCAMP eval --agent expert --tasks "$task" -n "$N_FRESH" --difficulty "$DIFFICULTY" --seed 1000 \
+      --max-turns "$turns" --out "$W/runs/expert_fresh/$task" --quiet
+    sft_runs+=("$W/runs/expert_fresh/$task")
+  done
+  rm -rf "$W/runs/expert_filtered"
+  $BOOTCAMP filter "${sft_runs[@]}" -o "$W/runs/expert_filtered" --min-reward 0.9
+  $BOOTCAMP export sft "$W/runs/expert_filtered" -o "$W/sft.jsonl" --tool-format text
 fi
-rm -rf "$W/runs/expert_filtered"
-$BOOTCAMP filter "$W/runs/expert_synth" -o "$W/runs/expert_filtered" --min-reward 0.9 \
-  --keep-max-turns "$MAX_TURNS"
-$BOOTCAMP export sft "$W/runs/expert_filtered" -o "$W/sft.jsonl" --tool-format text
+log "SFT data: $(wc -l < "$W/sft.jsonl") conversations"
 
 log "SFT: $SFT_STEPS steps"
 if [ ! -f "$W/models/sft/final/config.json" ]; then
   $BOOTCAMP train sft --data "$W/sft.jsonl" --out "$W/models/sft" --max-steps "$SFT_STEPS" \
-    --lr 1e-4 --max-length 2048
+    --lr "$SFT_LR" --warmup-steps "$SFT_WARMUP" --max-length "$SFT_MAX_LENGTH" --no-progress
 fi
 
 log "2/3 after SFT"
-$BOOTCAMP eval "${EVAL[@]}" --model "$W/models/sft/final" --out "$W/runs/sft"
+eval_stage local sft --model "$W/models/sft/final"
 
-log "GRPO on top of SFT: $GRPO_STEPS steps, groups of $GROUP, fresh training instances"
+if [ "$N_PROBE" -gt 0 ]; then
+  log "GRPO curriculum: sample the SFT policy $PROBE_K times on $N_PROBE fresh instances per task (seeds 100000+), keep those it sometimes solves"
+  for task in ${GRPO_TASKS//,/ }; do
+    $BOOTCAMP eval --agent local --model "$W/models/sft/final" --tasks "$task" -n "$N_PROBE" -k "$PROBE_K" \
+      --difficulty "$DIFFICULTY" --seed 100000 --max-turns "$GRPO_MAX_TURNS" --max-tokens "$GRPO_MAX_TOKENS" \
+      --temperature 1.0 --concurrency 1 --quiet --out "$W/runs/probe/$task"
+  done
+  $PYTHON experiments/summarize.py curriculum "$W"/runs/probe/* -o "$W/grpo_instances.jsonl"
+else
+  log "GRPO instances: $GRPO_STEPS fresh ones per task (seeds 100000+; no curriculum probe)"
+  rm -f "$W/grpo_instances.jsonl"
+  for task in ${GRPO_TASKS//,/ }; do
+    $BOOTCAMP generate "$task" -n "$GRPO_STEPS" --difficulty "$DIFFICULTY" --seed 100000 -o "$W/grpo_instances.$task.jsonl"
+    cat "$W/grpo_instances.$task.jsonl" >> "$W/grpo_instances.jsonl"
+  done
+fi
+
+log "GRPO on top of SFT: $GRPO_STEPS steps, groups of $GROUP"
 if [ ! -f "$W/models/grpo/final/config.json" ]; then
-  $BOOTCAMP train grpo --tasks "$TASKS" --model "$W/models/sft/final" --out "$W/models/grpo" \
-    --max-steps "$GRPO_STEPS" --num-generations "$GROUP" --n-instances "$N_RL" --difficulty easy \
-    --max-turns "$MAX_TURNS" --max-new-tokens "$MAX_TOKENS" --max-completion-length 1800 \
-    --temperature 1.0 --lr 1e-5
+  $BOOTCAMP train grpo --instances "$W/grpo_instances.jsonl" --model "$W/models/sft/final" \
+    --out "$W/models/grpo" --max-steps "$GRPO_STEPS" --num-generations "$GROUP" \
+    --max-turns "$GRPO_MAX_TURNS" --max-new-tokens "$GRPO_MAX_TOKENS" --max-completion-length 4096 \
+    --temperature 1.0 --lr "$GRPO_LR" --no-progress
 fi
 
 log "3/3 after GRPO"
-$BOOTCAMP eval "${EVAL[@]}" --model "$W/models/grpo/final" --out "$W/runs/grpo"
+eval_stage local grpo --model "$W/models/grpo/final"
 
-log "comparisons (paired by instance)"
-$BOOTCAMP compare "$W/runs/baseline" "$W/runs/sft" || true
-$BOOTCAMP compare "$W/runs/sft" "$W/runs/grpo" || true
-for stage in baseline sft grpo; do
-  $BOOTCAMP report "$W/runs/$stage" --json > "$W/report_$stage.json"
-done
-$BOOTCAMP report "$W/models/grpo/rollouts" --json > "$W/report_grpo_rollouts.json" || true
-python experiments/results_table.py "$W"
+log "summary (paired bootstrap by instance)"
+$PYTHON experiments/summarize.py summary "$W" -o "$RESULTS"
 log "done in $(( ($(date +%s) - start) / 60 )) min (load $(cut -d' ' -f1-3 /proc/loadavg))"

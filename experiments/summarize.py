@@ -1,0 +1,288 @@
+"""Helpers of experiments/smollm2_sft_grpo.sh: the GRPO curriculum and the summary.
+
+python experiments/summarize.py split INSTANCES.jsonl
+    one file INSTANCES.<task>.jsonl per task of the instances file
+python experiments/summarize.py curriculum PROBE_RUN... -o INSTANCES.jsonl
+    the probed instances whose sampled episodes scored differently (the groups GRPO can
+    learn from), else those scored above zero at least once, else all of them
+python experiments/summarize.py summary WORKDIR -o RESULTS_DIR
+    RESULTS_DIR/summary.json (stage means, paired-bootstrap changes on the held-out set),
+    RESULTS_DIR/table.md, the reward and loss curves as PNG, and the training summaries
+
+The held-out runs are WORKDIR/runs/<stage>/<task> (one run per task: each task has its own
+turn budget). Changes come from :func:`agentharness.loop.compare.compare` over all tasks'
+episodes at once: paired by instance, 2000 percentile-bootstrap resamples, seed 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from agentharness.loop.compare import CompareReport, compare
+from agentharness.store.instances import read_instances
+from agentharness.store.reader import load_runs
+from agentharness.store.schema import EpisodeRecord
+
+STAGES = ("untuned", "sft", "grpo")
+CHANGES = (("sft_vs_untuned", "untuned", "sft"), ("grpo_vs_sft", "sft", "grpo"))
+LABELS = {"untuned": "1. untuned", "sft": "2. + SFT", "grpo": "3. + SFT + GRPO"}
+
+
+def stage_records(work: Path, stage: str) -> list[EpisodeRecord]:
+    """The stage's episodes on the instances of WORKDIR/held_out.jsonl (a run may hold more
+    when the held-out set was made smaller after it ran)."""
+    runs = sorted(p for p in (work / "runs" / stage).glob("*") if (p / "episodes.jsonl").exists())
+    if not runs:
+        return []
+    held_out = {i.instance_id for i in read_instances(work / "held_out.jsonl")}
+    return [
+        r for r in load_runs(runs, allow_empty=True).records if r.instance.instance_id in held_out
+    ]
+
+
+def per_task(records: list[EpisodeRecord]) -> dict[str, dict[str, Any]]:
+    by: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for r in records:
+        by[r.task].append(r)
+    out: dict[str, dict[str, Any]] = {}
+    for task, rs in sorted(by.items()):
+        reasons: dict[str, int] = defaultdict(int)
+        for r in rs:
+            reasons[str(r.end_reason)] += 1
+        out[task] = {
+            "episodes": len(rs),
+            "mean": statistics.fmean(r.reward.total for r in rs),
+            "success": statistics.fmean(float(r.reward.success) for r in rs),
+            "mean_turns": statistics.fmean(r.turns for r in rs),
+            "end_reasons": dict(sorted(reasons.items())),
+        }
+    return out
+
+
+def stage_entry(records: list[EpisodeRecord]) -> dict[str, Any]:
+    tasks = per_task(records)
+    return {
+        "mean": statistics.fmean(r.reward.total for r in records),
+        "success": statistics.fmean(float(r.reward.success) for r in records),
+        "episodes": len(records),
+        "instances": len({r.instance.instance_id for r in records}),
+        "agents": sorted({r.agent for r in records}),
+        "tasks": tasks,
+    }
+
+
+def change_entry(report: CompareReport) -> dict[str, Any]:
+    overall = report.overall or report.tasks[0]
+    return {
+        "delta": overall.reward.delta,
+        "ci": list(overall.reward.ci) if overall.reward.ci else None,
+        "paired": overall.paired,
+        "instances": overall.common_instances,
+        "verdict": overall.verdict,
+        "success_delta": overall.success.delta,
+        "tasks": {
+            t.task: {
+                "delta": t.reward.delta,
+                "ci": list(t.reward.ci) if t.reward.ci else None,
+                "verdict": t.verdict,
+            }
+            for t in report.tasks
+        },
+    }
+
+
+def plot_curves(work: Path, out: Path) -> list[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # the `data` extra is not installed
+        print("matplotlib is not installed: no plots")
+        return []
+    written = []
+    sft = _train_summary(work / "models" / "sft")
+    grpo = _train_summary(work / "models" / "grpo")
+    if sft or grpo:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+        for ax, summ, name in ((axes[0], sft, "SFT"), (axes[1], grpo, "GRPO")):
+            losses = (summ or {}).get("losses") or []
+            ax.plot(range(1, len(losses) + 1), losses, marker=".")
+            ax.set_xlabel("optimizer step")
+            ax.set_ylabel("training loss")
+            ax.set_title(f"{name} loss" + ("" if losses else " (not run)"))
+            ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "loss_curves.png", dpi=100)
+        plt.close(fig)
+        written.append("loss_curves.png")
+    rewards = (grpo or {}).get("mean_reward_per_step") or []
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.plot(range(1, len(rewards) + 1), rewards, marker="o", label="GRPO group mean (training)")
+    if len(rewards) >= 3:
+        k = 3
+        smooth = [statistics.fmean(rewards[max(0, i - k + 1) : i + 1]) for i in range(len(rewards))]
+        ax.plot(range(1, len(rewards) + 1), smooth, label="moving mean of 3")
+    ax.set_xlabel("GRPO step")
+    ax.set_ylabel("mean episode reward")
+    ax.set_title("GRPO reward per step" + ("" if rewards else " (not run)"))
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "reward_curve.png", dpi=100)
+    plt.close(fig)
+    written.append("reward_curve.png")
+    return written
+
+
+def _train_summary(model_dir: Path) -> dict[str, Any] | None:
+    path = model_dir / "train_summary.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def summary(work: Path, out: Path) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    records = {s: stage_records(work, s) for s in STAGES}
+    result: dict[str, Any] = {"stages": {}, "changes": {}, "reference": {}}
+    for s in STAGES:
+        if records[s]:
+            result["stages"][s] = stage_entry(records[s])
+    for name, a, b in CHANGES:
+        if records[a] and records[b]:
+            rep = compare(records[a], records[b], seed=0, n_boot=2000, run_a=a, run_b=b)
+            result["changes"][name] = change_entry(rep)
+    refs = sorted(
+        p.name
+        for p in (work / "runs").glob("*")
+        if p.name == "random" or p.name.startswith("lazy_")
+    )
+    for ref in refs:
+        rs = stage_records(work, ref)
+        if rs:
+            result["reference"][ref] = stage_entry(rs)
+    lazies = {k: v for k, v in result["reference"].items() if k.startswith("lazy_")}
+    if lazies:
+        best = max(lazies, key=lambda k: lazies[k]["mean"])
+        result["best_lazy"] = {"policy": best.replace("_", ":", 1), "mean": lazies[best]["mean"]}
+        # the best lazy policy of each task (a task-aware cheater) as an upper bound
+        tasks = {t for v in lazies.values() for t in v["tasks"]}
+        per = {
+            t: max(v["tasks"][t]["mean"] for v in lazies.values() if t in v["tasks"]) for t in tasks
+        }
+        result["best_lazy"]["per_task_best_mean"] = statistics.fmean(per.values())
+    for model in ("sft", "grpo"):
+        summ = _train_summary(work / "models" / model)
+        if summ:
+            shutil.copy(
+                work / "models" / model / "train_summary.json", out / f"{model}_train_summary.json"
+            )
+            result.setdefault("training", {})[model] = {
+                k: summ.get(k)
+                for k in ("examples", "steps", "seconds", "tokens_per_example", "options")
+                if k in summ
+            }
+    result["plots"] = plot_curves(work, out)
+    (out / "summary.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "table.md").write_text(table(result) + "\n")
+    print(table(result))
+    return result
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [
+        "| policy | task | episodes | mean reward | success | end reasons |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    rows = [(LABELS[s], result["stages"][s]) for s in STAGES if s in result["stages"]]
+    rows += [(k.replace("_", ":", 1), v) for k, v in result.get("reference", {}).items()]
+    for label, entry in rows:
+        for task, t in entry["tasks"].items():
+            reasons = ", ".join(f"{k} {v}" for k, v in t["end_reasons"].items())
+            lines.append(
+                f"| {label} | {task} | {t['episodes']} | {t['mean']:.3f} | {t['success']:.2f} | {reasons} |"
+            )
+        lines.append(
+            f"| **{label}** | **all** | {entry['episodes']} | **{entry['mean']:.3f}** | "
+            f"{entry['success']:.2f} | |"
+        )
+    lines += [
+        "",
+        "| change | delta | 95% CI (paired bootstrap) | verdict |",
+        "| --- | ---: | --- | --- |",
+    ]
+    for name, c in result["changes"].items():
+        ci = f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]" if c["ci"] else "-"
+        lines.append(f"| {name} (all tasks) | {c['delta']:+.3f} | {ci} | {c['verdict']} |")
+        for task, t in c["tasks"].items():
+            tci = f"[{t['ci'][0]:+.3f}, {t['ci'][1]:+.3f}]" if t["ci"] else "-"
+            lines.append(f"| {name}: {task} | {t['delta']:+.3f} | {tci} | {t['verdict']} |")
+    return "\n".join(lines)
+
+
+def curriculum(runs: list[Path], out: Path) -> None:
+    records = load_runs(runs, allow_empty=True).records
+    by: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for r in records:
+        by[r.instance.instance_id].append(r)
+    varied = [rs for rs in by.values() if len({round(r.reward.total, 6) for r in rs}) > 1]
+    nonzero = [rs for rs in by.values() if max(r.reward.total for r in rs) > 0]
+    chosen, why = (
+        (varied, "rewards differ between samples")
+        if varied
+        else (
+            (nonzero, "scored above zero at least once")
+            if nonzero
+            else (list(by.values()), "all (none scored)")
+        )
+    )
+    with out.open("w") as f:
+        for rs in chosen:
+            f.write(rs[0].instance.model_dump_json() + "\n")
+    means = [statistics.fmean(r.reward.total for r in rs) for rs in by.values()]
+    print(
+        f"curriculum: {len(chosen)} of {len(by)} probed instances ({why}); "
+        f"probe mean reward {statistics.fmean(means) if means else 0:.3f} -> {out}"
+    )
+
+
+def split(path: Path) -> None:
+    by: dict[str, list[str]] = defaultdict(list)
+    for line in path.read_text().splitlines():
+        if line.strip():
+            by[json.loads(line)["task"]].append(line)
+    for task, lines in by.items():
+        (path.parent / f"{path.stem}.{task}.jsonl").write_text("\n".join(lines) + "\n")
+        print(f"{task}: {len(lines)} instances")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("summary")
+    s.add_argument("work", type=Path)
+    s.add_argument("-o", "--out", type=Path, default=Path("experiments/results"))
+    c = sub.add_parser("curriculum")
+    c.add_argument("runs", type=Path, nargs="+")
+    c.add_argument("-o", "--out", type=Path, required=True)
+    sp = sub.add_parser("split")
+    sp.add_argument("instances", type=Path)
+    args = p.parse_args()
+    if args.cmd == "summary":
+        summary(args.work, args.out)
+    elif args.cmd == "curriculum":
+        curriculum(args.runs, args.out)
+    else:
+        split(args.instances)
+
+
+if __name__ == "__main__":
+    main()
