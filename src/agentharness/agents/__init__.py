@@ -71,6 +71,7 @@ def make_agent(
             seed=seed,
             temperature=float(extra.get("temperature", 0.7)),
             max_new_tokens=int(extra.get("max_tokens", 256)),
+            max_batch=concurrency,  # episodes in flight are decoded together
         )
     raise ValueError(f"unknown agent {kind!r}; choose one of {', '.join(AGENT_KINDS)}")
 

@@ -15,8 +15,12 @@ serialized on one worker thread: one model, one forward pass at a time.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
+import itertools
+import queue
 import threading
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +83,17 @@ def load_model(model: str = DEFAULT_MODEL) -> tuple[Any, Any]:
 
 
 class LocalAgent:
+    """The ``local`` agent: a transformers model run in this process.
+
+    With ``batched`` (the default) the episodes in flight are decoded together by one
+    :class:`_Engine` thread: one forward pass per token for all of them, each episode's KV
+    cache kept across its turns (a turn reads only the new messages, tokenised on their
+    own), at most ``max_batch`` episodes cached at once (``--concurrency``). Greedy output
+    is the same as the plain path's (``batched=False``: the whole conversation tokenised
+    and ``model.generate`` called for each turn, one episode at a time), which stays as
+    the reference ``bench/generation.py`` measures against.
+    """
+
     def __init__(
         self,
         model: str = DEFAULT_MODEL,
@@ -88,6 +103,8 @@ class LocalAgent:
         top_p: float = 0.95,
         seed: int = 0,
         max_prompt_tokens: int = 6144,
+        max_batch: int = 8,
+        batched: bool = True,
     ) -> None:
         self.model_name = model
         self.name = f"local:{Path(model).name if model != DEFAULT_MODEL else model}"
@@ -96,9 +113,13 @@ class LocalAgent:
         self.top_p = top_p
         self.seed = seed
         self.max_prompt_tokens = max_prompt_tokens
+        self.max_batch = max(1, max_batch)
+        self.batched = batched
         self._loaded: tuple[Any, Any] | None = None
         self._lock = threading.Lock()
+        self._engine_lock = threading.Lock()
         self._calls = 0
+        self._engine: _Engine | None = None
 
     def _ensure_loaded(self) -> tuple[Any, Any]:
         with self._lock:
@@ -107,10 +128,12 @@ class LocalAgent:
             return self._loaded
 
     def policy(self, instance: Instance, sample: int = 0) -> _LocalPolicy:
-        return _LocalPolicy(self)
+        return _LocalPolicy(self, instance, sample)
 
     async def aclose(self) -> None:
-        return None
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            await asyncio.to_thread(engine.stop)
 
     def render_prompt(self, messages: list[Message], tools: list[dict[str, Any]]) -> str:
         _, tokenizer = self._ensure_loaded()
@@ -121,16 +144,21 @@ class LocalAgent:
         chat = [{"role": m.role, "content": m.text} for m in plain]
         return str(tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True))
 
+    def truncate(self, ids: list[int]) -> list[int]:
+        """Prompt ids cut to ``max_prompt_tokens``: the start (system prompt, task) and the latest turns."""
+        if len(ids) <= self.max_prompt_tokens:
+            return ids
+        head = self.max_prompt_tokens // 3
+        return ids[:head] + ids[-(self.max_prompt_tokens - head) :]
+
     def generate(self, messages: list[Message], tools: list[dict[str, Any]]) -> AgentTurn:
+        """One turn by the plain path: tokenise the whole conversation, ``model.generate``."""
         import torch
 
         net, tokenizer = self._ensure_loaded()
         prompt = self.render_prompt(messages, tools)
-        ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids
-        if ids.shape[1] > self.max_prompt_tokens:
-            # Keep the start (system prompt, task) and the most recent turns.
-            head = self.max_prompt_tokens // 3
-            ids = torch.cat([ids[:, :head], ids[:, -(self.max_prompt_tokens - head) :]], dim=1)
+        full = list(tokenizer(prompt, add_special_tokens=False).input_ids)
+        ids = torch.tensor([self.truncate(full)])
         with self._lock:
             self._calls += 1
             generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self._calls)
@@ -152,10 +180,251 @@ class LocalAgent:
         )
         return AgentTurn(message=Message(role="assistant", content=text), usage=usage)
 
+    def engine(self) -> _Engine:
+        """The batched engine (started on first use; loads the model)."""
+        self._ensure_loaded()
+        with self._engine_lock:
+            if self._engine is None:
+                self._engine = _Engine(self)
+            return self._engine
+
 
 class _LocalPolicy:
-    def __init__(self, agent: LocalAgent) -> None:
+    def __init__(
+        self, agent: LocalAgent, instance: Instance | None = None, sample: int = 0
+    ) -> None:
         self.agent = agent
+        self.session: _Session | None = None
+        if agent.batched:
+            key = f"{instance.instance_id if instance is not None else ''}:{sample}"
+            self.session = _Session(agent.seed, key)
 
     async def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> AgentTurn:
-        return await asyncio.to_thread(self.agent.generate, messages, tools)
+        if self.session is None:
+            return await asyncio.to_thread(self.agent.generate, messages, tools)
+        engine = await asyncio.to_thread(self.agent.engine)
+        ids = await asyncio.to_thread(engine.prompt_ids, self.session, messages, tools)
+        return await asyncio.wrap_future(engine.submit(self.session, ids))
+
+    def __del__(self) -> None:
+        engine = self.agent._engine
+        if self.session is not None and engine is not None:
+            engine.release(self.session)
+
+
+class _Session:
+    """One episode's state in the engine: the tokens its cache holds and how its prompt was cut."""
+
+    _ids = itertools.count()
+
+    def __init__(self, seed: int, key: str) -> None:
+        self.id = next(self._ids)
+        self.seed = (seed * 1_000_003 + zlib.crc32(key.encode())) % 2**63
+        self.generator: Any = None
+        self.seq: int | None = None  # its sequence in the Decoder (None: nothing cached)
+        self.cached: list[int] = []  # the tokens the cache holds (prompt and sampled)
+        self.text = ""  # the last prompt rendered
+        self.anchor = (0, 0)  # (characters, tokens) of that prompt up to its last special token
+        self.full: list[int] = []  # that prompt's ids before truncation
+        self.used = 0  # when it was last fed (least recently used sessions are evicted)
+
+    def slot(self) -> int:
+        if self.seq is None:
+            raise RuntimeError("the session has no cache slot")
+        return self.seq
+
+
+class _Request:
+    def __init__(self, session: _Session, ids: list[int]) -> None:
+        self.session = session
+        self.ids = ids
+        self.future: concurrent.futures.Future[AgentTurn] = concurrent.futures.Future()
+        self.sampled: list[int] = []
+
+
+class _Engine:
+    """Decodes the turns of every episode in flight together, on one worker thread.
+
+    ``submit`` hands it a turn's prompt ids; between forward passes it admits new turns
+    (each reads only the tokens its cache lacks), then every turn being written gets its
+    next token from one batched forward pass. A finished turn resolves its future and
+    keeps its cache for the episode's next turn; when more than ``max_batch`` episodes
+    want a cache, the least recently used idle one gives up its slot (and reads its whole
+    prompt again if it comes back).
+    """
+
+    def __init__(self, agent: LocalAgent) -> None:
+        from agentharness.train.decode import Decoder
+        from agentharness.train.grpo import eos_ids
+
+        self.agent = agent
+        self.net, self.tokenizer = agent._ensure_loaded()
+        self.decoder = Decoder(self.net, agent.max_batch)
+        self.eos_ids = set(eos_ids(self.net, self.tokenizer))
+        special = getattr(self.tokenizer, "all_special_ids", None) or []
+        self.special = {int(i): self.tokenizer.convert_ids_to_tokens(int(i)) for i in special}
+        self.inbox: queue.SimpleQueue[_Request | _Session | None] = queue.SimpleQueue()
+        self.sessions: dict[int, _Session] = {}
+        self.clock = 0
+        self.tokens_read = 0  # prompt tokens fed to the model (the rest came from the cache)
+        self.thread = threading.Thread(target=self._loop, name="local-agent-engine", daemon=True)
+        self.thread.start()
+
+    # -- called from the episodes' threads ----------------------------------------------
+    def prompt_ids(
+        self, session: _Session, messages: list[Message], tools: list[dict[str, Any]]
+    ) -> list[int]:
+        """The prompt's ids as the plain path tokenises them, tokenising only what is new.
+
+        Tokenisers split text at special tokens first, so the ids of a prompt that extends
+        the last one are that prompt's ids up to its last special token, then the new text
+        tokenised on its own.
+        """
+        text = self.agent.render_prompt(messages, tools)
+        chars, count = session.anchor
+        if session.text and text.startswith(session.text[:chars]):
+            full = session.full[:count] + self._encode(text[chars:])
+        else:
+            full = self._encode(text)
+        session.text, session.full = text, full
+        session.anchor = self._anchor(text, full)
+        return self.agent.truncate(full)
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False).input_ids)
+
+    def _anchor(self, text: str, ids: list[int]) -> tuple[int, int]:
+        for i in range(len(ids) - 1, -1, -1):
+            token = self.special.get(ids[i])
+            if token:
+                at = text.rfind(token)
+                if at >= 0:
+                    return at + len(token), i + 1
+                break
+        return 0, 0
+
+    def submit(self, session: _Session, ids: list[int]) -> concurrent.futures.Future[AgentTurn]:
+        request = _Request(session, ids)
+        if not self.thread.is_alive():
+            request.future.set_exception(AgentError("the local agent's engine has stopped"))
+        else:
+            self.inbox.put(request)
+        return request.future
+
+    def release(self, session: _Session) -> None:
+        self.inbox.put(session)
+
+    def stop(self) -> None:
+        self.inbox.put(None)
+        self.thread.join()
+
+    # -- the worker thread -----------------------------------------------------------------
+    def _loop(self) -> None:
+        writing: list[_Request] = []
+        try:
+            while True:
+                new: list[_Request] = []
+                # Wait for work when idle; otherwise take whatever arrived meanwhile.
+                while True:
+                    try:
+                        item = self.inbox.get(block=not writing and not new)
+                    except queue.Empty:
+                        break
+                    if item is None:
+                        for r in writing + new:
+                            r.future.set_exception(AgentError("the local agent was closed"))
+                        return
+                    if isinstance(item, _Session):
+                        self._drop(item)
+                    else:
+                        new.append(item)
+                feeds: dict[int, list[int]] = {}
+                for request in new:
+                    feeds.update(self._admit(request, writing))
+                    writing.append(request)
+                for request in writing:
+                    if request.session.slot() not in feeds:
+                        feeds[request.session.slot()] = [request.sampled[-1]]
+                logits = self.decoder.step(feeds)
+                still = []
+                for request in writing:
+                    session = request.session
+                    token = self._sample(logits[session.slot()], session)
+                    request.sampled.append(token)
+                    session.cached.append(token)
+                    if token in self.eos_ids or len(request.sampled) >= self.agent.max_new_tokens:
+                        self._finish(request)
+                    else:
+                        still.append(request)
+                writing = still
+        except BaseException as e:  # a model error fails every turn waiting on it
+            for r in writing:
+                if not r.future.done():
+                    r.future.set_exception(
+                        AgentError(f"local model failed: {type(e).__name__}: {e}")
+                    )
+            while True:
+                try:
+                    item = self.inbox.get_nowait()
+                except queue.Empty:
+                    break
+                if isinstance(item, _Request):
+                    item.future.set_exception(AgentError(f"local model failed: {e}"))
+            raise
+
+    def _admit(self, request: _Request, writing: list[_Request]) -> dict[int, list[int]]:
+        """Give the request's session a cache slot; what it must read beyond what is cached."""
+        session = request.session
+        self.clock += 1
+        session.used = self.clock
+        if session.seq is None:
+            busy = {r.session.id for r in writing}
+            live = [s for s in self.sessions.values() if s.seq is not None]
+            if len(live) >= self.agent.max_batch:
+                idle = [s for s in live if s.id not in busy]
+                if idle:
+                    self._evict(min(idle, key=lambda s: s.used))
+            session.seq = self.decoder.open()
+            session.cached = []
+            self.sessions[session.id] = session
+        ids = request.ids
+        keep = 0
+        limit = min(len(session.cached), len(ids) - 1)  # always read at least one token
+        while keep < limit and session.cached[keep] == ids[keep]:
+            keep += 1
+        self.decoder.crop(session.slot(), keep)
+        session.cached = list(ids)
+        self.tokens_read += len(ids) - keep
+        return {session.slot(): ids[keep:]}
+
+    def _sample(self, logits: Any, session: _Session) -> int:
+        import torch
+
+        from agentharness.train.grpo import sample_token
+
+        agent = self.agent
+        if agent.temperature <= 0:
+            return int(torch.argmax(logits))
+        if session.generator is None:
+            session.generator = torch.Generator().manual_seed(session.seed)
+        return sample_token(logits, agent.temperature, agent.top_p, session.generator)[0]
+
+    def _finish(self, request: _Request) -> None:
+        request.session.cached.pop()  # the turn's last token was never read
+        text = self.tokenizer.decode(request.sampled, skip_special_tokens=True)
+        usage = Usage(
+            prompt_tokens=len(request.ids), completion_tokens=len(request.sampled), requests=1
+        )
+        turn = AgentTurn(message=Message(role="assistant", content=text), usage=usage)
+        if not request.future.done():  # a cancelled turn (episode timeout) is dropped
+            request.future.set_result(turn)
+
+    def _evict(self, session: _Session) -> None:
+        if session.seq is not None:
+            self.decoder.close(session.seq)
+        session.seq = None
+        session.cached = []
+
+    def _drop(self, session: _Session) -> None:
+        self._evict(session)
+        self.sessions.pop(session.id, None)

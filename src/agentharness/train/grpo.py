@@ -10,9 +10,10 @@ task's own :class:`~agentharness.core.reward.Reward` (``episode.reward().total``
 
 One rollout is one episode. Its completion is every token after the prompt: the tokens
 the model sampled (``env_mask`` 1, trained on) interleaved with the tokens of tool
-results and feedback (``env_mask`` 0, context only). A group's episodes are played in
-lockstep as one batch, with one KV cache kept across turns and the prompt read once
-(``bench/grpo_rollout.py`` measures the gain over playing them one by one).
+results and feedback (``env_mask`` 0, context only). A group's episodes are decoded
+together, each with its KV cache kept across turns and the prompt read once
+(:mod:`agentharness.train.decode`; ``bench/generation.py`` measures the speed against a
+plain ``generate`` baseline).
 
 Every rollout is also written as an :class:`~agentharness.store.schema.EpisodeRecord` to
 ``OUT/rollouts`` (agent ``grpo:step<N>``), so ``bootcamp report OUT/rollouts`` shows how
@@ -60,6 +61,7 @@ class GRPOOptions:
     max_completion_length: int = 2048  # sampled + environment tokens per episode
     temperature: float = 1.0
     top_p: float = 1.0
+    rollout_dtype: str = "float32"  # or "bfloat16": sample with a bfloat16 copy of the model
     learning_rate: float = 5e-6
     beta: float = 0.0  # KL to the reference model (0: no reference model is kept)
     epsilon: float = 0.2  # PPO-style clip
@@ -131,25 +133,30 @@ class Rollout:
 
 @dataclass
 class _Row:
-    """The state of one episode of a group while the group is played in lockstep."""
+    """The state of one episode of a group while the group is played."""
 
     episode: Any  # Episode
     chat: list[dict[str, str]]
     generator: Any  # torch.Generator: each episode has its own sampling stream
+    seq: int = -1  # its sequence in the Decoder
     completion: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
-    pending: list[int] = field(default_factory=list)  # tokens the model has not read yet
-    fed: int = 0  # tokens the model has read: the position of the next one
+    turn: list[int] = field(default_factory=list)  # tokens sampled in the current turn
+    room: int = 0  # tokens the current turn may still sample
 
 
 class EpisodeRoller:
     """Plays groups of episodes with a causal LM, turn by turn, the way the ``local`` agent does.
 
-    The episodes of a group run in lockstep as one batch: each decoding step reads the
-    weights once for all of them (1.7x the throughput of one by one for groups of 4 on
-    2 CPU cores, ``bench/grpo_rollout.py``). Used by the GRPO rollout function; usable on
-    its own (tests drive it directly).
+    A group's episodes are decoded together by one :class:`~agentharness.train.decode.Decoder`:
+    the prompt is read once and its KV cache copied to every episode, each decoding step
+    reads the weights once for all episodes still writing, each episode's cache is kept
+    across its turns (a turn reads only the environment's reply), and an episode that ends
+    its turn steps its environment and goes on with its next turn at once instead of
+    waiting for the others. ``opts.rollout_dtype`` ``bfloat16`` samples with a bfloat16 copy
+    of the model (``bench/generation.py`` measures both). Used by the GRPO rollout function;
+    usable on its own (tests drive it directly).
     """
 
     def __init__(self, model: Any, tokenizer: Any, opts: GRPOOptions, envs: Any = None) -> None:
@@ -160,13 +167,8 @@ class EpisodeRoller:
         self.opts = opts
         # Where episodes live: here (LocalEnvs) or on Ray workers (RayEnvs, --env-backend ray).
         self.envs = envs if envs is not None else LocalEnvs()
-        eos = model.generation_config.eos_token_id
-        ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        if tokenizer.eos_token_id is not None:
-            ids.add(tokenizer.eos_token_id)
-        self.eos_ids = sorted(ids)
-        pad = tokenizer.pad_token_id
-        self.pad_id = int(pad if pad is not None else self.eos_ids[0])
+        self.eos_ids = eos_ids(model, tokenizer)
+        self.forward_passes = 0  # of the last play_group (bench/generation.py reports it)
 
     def budgets(self, instance: Instance) -> Budgets:
         own = get_task(instance.task).interaction.budgets
@@ -175,6 +177,8 @@ class EpisodeRoller:
     def play_group(self, instance: Instance, n: int, seed: int) -> list[Rollout]:
         """``n`` independent episodes on ``instance``; episode ``k`` samples from ``seed``, ``k``."""
         import torch
+
+        from agentharness.train.decode import Decoder, sampler
 
         started = time.time()
         rows = []
@@ -193,83 +197,81 @@ class EpisodeRoller:
         self.model.eval()
         try:
             with torch.no_grad():
-                batch = _Batch(self.model, self.pad_id)
-                last = batch.prefill_shared(prompt_ids, rows)
-                while any(not r.episode.done for r in rows):
-                    last = self._turn(rows, batch, last)
+                decoder = Decoder(sampler(self.model, self.opts.rollout_dtype), n)
+                root = decoder.open()
+                first = decoder.step({root: prompt_ids})[root]
+                for row, seq in zip(rows, decoder.fork(root, n), strict=True):
+                    row.seq = seq
+                self._play(rows, decoder, first)
+                self.forward_passes = decoder.forward_passes
         finally:
             self.model.train(was_training)
         return [self._rollout(instance, prompt_ids, r, started) for r in rows]
 
     # -- internals ------------------------------------------------------------------
-    def _turn(self, rows: list[_Row], batch: _Batch, logits: Any) -> Any:
-        """One assistant turn of every unfinished episode, then the environment's replies."""
-        limit = self.opts.max_completion_length
-        room = {}
-        for k, row in enumerate(rows):
-            if row.episode.done:
-                continue
-            room[k] = min(self.opts.max_new_tokens, limit - len(row.completion))
-            if room[k] <= 0:
-                row.episode.finish("max_tokens")
-                del room[k]
-        sampled: dict[int, list[int]] = {k: [] for k in room}
-        writing = set(room)
-        while writing:
-            for k in sorted(writing):
-                token, logprob = self._sample(logits[k], rows[k].generator)
-                sampled[k].append(token)
-                rows[k].logprobs.append(logprob)
-                if token in self.eos_ids or len(sampled[k]) >= room[k]:
-                    writing.discard(k)
+    def _play(self, rows: list[_Row], decoder: Any, first: Any) -> None:
+        """Decode every episode to its end; each steps its environment when its turn ends."""
+        logits = {row.seq: first for row in rows}
+        active = [row for row in rows if self._start_turn(row, decoder)]
+        while active:
+            feeds: dict[int, list[int]] = {}
+            ended: list[_Row] = []
+            for row in active:
+                token, logprob = self._sample(logits[row.seq], row.generator)
+                row.turn.append(token)
+                row.logprobs.append(logprob)
+                if token in self.eos_ids or len(row.turn) >= row.room:
+                    ended.append(row)
                 else:
-                    rows[k].pending = [token]
-            if writing:
-                logits = batch.feed(rows)
-        texts = {k: self.tokenizer.decode(new, skip_special_tokens=True) for k, new in sampled.items()}
-        # Every episode's turn at once: remote environments step them in parallel.
-        self.envs.step_all([(rows[k].episode, texts[k]) for k in sampled])
-        for k, new in sampled.items():
-            row = rows[k]
-            row.completion += new
-            row.env_mask += [1] * len(new)
-            text = texts[k]
-            if row.episode.done:
-                continue
-            eos = new[-1] if new[-1] in self.eos_ids else None
-            after = plain_chat(row.episode.messages, row.episode.tools)
-            env_ids = encode(self.tokenizer, splice(self.tokenizer, row.chat, text, eos, after))
-            row.chat = after
-            if len(row.completion) + len(env_ids) >= limit:
-                row.episode.finish("max_tokens")
-                continue
-            row.completion += env_ids
-            row.env_mask += [0] * len(env_ids)
-            row.logprobs += [0.0] * len(env_ids)
-            row.pending = [new[-1], *env_ids]  # the last sampled token was never read
-        if any(r.pending for r in rows):
-            return batch.feed(rows)
-        return logits
+                    feeds[row.seq] = [token]
+            if ended:
+                texts = [self.tokenizer.decode(r.turn, skip_special_tokens=True) for r in ended]
+                # The turns that ended together step together: remote environments in parallel.
+                self.envs.step_all([(r.episode, t) for r, t in zip(ended, texts, strict=True)])
+                for row, text in zip(ended, texts, strict=True):
+                    reply = self._after_turn(row, text)
+                    if reply is not None and self._start_turn(row, decoder):
+                        feeds[row.seq] = reply
+                    else:
+                        active.remove(row)
+            if feeds:
+                logits.update(decoder.step(feeds))
+
+    def _start_turn(self, row: _Row, decoder: Any) -> bool:
+        """Begin the row's next turn; False (and its slot freed) when the episode is over."""
+        row.turn = []
+        row.room = min(
+            self.opts.max_new_tokens, self.opts.max_completion_length - len(row.completion)
+        )
+        if row.room <= 0 and not row.episode.done:
+            row.episode.finish("max_tokens")
+        if row.episode.done:
+            decoder.close(row.seq)
+            return False
+        return True
+
+    def _after_turn(self, row: _Row, text: str) -> list[int] | None:
+        """Record the sampled turn; the tokens the model reads next (None: the episode is over)."""
+        new = row.turn
+        row.completion += new
+        row.env_mask += [1] * len(new)
+        if row.episode.done:
+            return None
+        eos = new[-1] if new[-1] in self.eos_ids else None
+        after = plain_chat(row.episode.messages, row.episode.tools)
+        env_ids = encode(self.tokenizer, splice(self.tokenizer, row.chat, text, eos, after))
+        row.chat = after
+        if len(row.completion) + len(env_ids) >= self.opts.max_completion_length:
+            row.episode.finish("max_tokens")
+            return None
+        row.completion += env_ids
+        row.env_mask += [0] * len(env_ids)
+        row.logprobs += [0.0] * len(env_ids)
+        return [new[-1], *env_ids]  # the last sampled token was never read
 
     def _sample(self, logits: Any, generator: Any) -> tuple[int, float]:
         """A token from ``logits`` at the run's temperature and top-p, and its log-probability."""
-        import torch
-
-        temperature, top_p = self.opts.temperature, self.opts.top_p
-        if temperature <= 0:
-            logp = torch.log_softmax(logits, -1)
-            token = int(torch.argmax(logits))
-            return token, float(logp[token])
-        logp = torch.log_softmax(logits / temperature, -1)
-        if top_p < 1.0:
-            sorted_logp, order = torch.sort(logp, descending=True)
-            cumulative = torch.cumsum(sorted_logp.exp(), -1)
-            drop = cumulative - sorted_logp.exp() >= top_p  # keeps the smallest set reaching top_p
-            logp = logp.clone()
-            logp[order[drop]] = float("-inf")
-            logp = torch.log_softmax(logp, -1)
-        token = int(torch.multinomial(logp.exp(), 1, generator=generator))
-        return token, float(logp[token])
+        return sample_token(logits, self.opts.temperature, self.opts.top_p, generator)
 
     def _rollout(
         self, instance: Instance, prompt_ids: list[int], row: _Row, started: float
@@ -297,69 +299,36 @@ class EpisodeRoller:
         )
 
 
-class _Batch:
-    """A KV cache shared by a group's episodes, fed each row's pending tokens at once.
+def eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    """The tokens that end a turn: the model's generation config's and the tokenizer's EOS."""
+    eos = model.generation_config.eos_token_id
+    ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return sorted(ids)
 
-    Rows with fewer pending tokens than the widest are left-padded; padding is masked out
-    of attention and positions count only real tokens, so every row computes what it would
-    alone (the tests check the log-probabilities against an unbatched forward pass).
-    """
 
-    def __init__(self, model: Any, pad_id: int) -> None:
-        import torch
-        from transformers import DynamicCache
+def sample_token(
+    logits: Any, temperature: float, top_p: float, generator: Any
+) -> tuple[int, float]:
+    """A token from ``logits`` (float32, one row) and its log-probability under the sampling
+    distribution (temperature and top-p applied); greedy when ``temperature <= 0``."""
+    import torch
 
-        self.model = model
-        self.pad_id = pad_id
-        self.device = next(model.parameters()).device
-        try:
-            self.cache = DynamicCache(config=model.config)
-        except TypeError:  # older transformers
-            self.cache = DynamicCache()
-        self.mask = torch.zeros((1, 0), dtype=torch.long, device=self.device)
-
-    def prefill_shared(self, prompt_ids: list[int], rows: list[_Row]) -> Any:
-        """Read the prompt once and copy its cache to every row: the last-token logits per row."""
-        import torch
-
-        logits = self._forward(
-            [prompt_ids], [[1] * len(prompt_ids)], [list(range(len(prompt_ids)))]
-        )
-        n = len(rows)
-        self.cache.batch_repeat_interleave(n)
-        self.mask = self.mask.repeat(n, 1)
-        for row in rows:
-            row.fed = len(prompt_ids)
-        return torch.cat([logits] * n)
-
-    def feed(self, rows: list[_Row]) -> Any:
-        """Read every row's pending tokens; the logits after each row's last real token."""
-        width = max(len(r.pending) for r in rows)
-        ids, mask, positions = [], [], []
-        for row in rows:
-            pad = width - len(row.pending)
-            ids.append([self.pad_id] * pad + row.pending)
-            mask.append([0] * pad + [1] * len(row.pending))
-            positions.append([0] * pad + list(range(row.fed, row.fed + len(row.pending))))
-            row.fed += len(row.pending)
-            row.pending = []
-        return self._forward(ids, mask, positions)
-
-    def _forward(
-        self, ids: list[list[int]], mask: list[list[int]], positions: list[list[int]]
-    ) -> Any:
-        import torch
-
-        self.mask = torch.cat([self.mask, torch.tensor(mask, device=self.device)], dim=1)
-        out = self.model(
-            input_ids=torch.tensor(ids, device=self.device),
-            attention_mask=self.mask,
-            position_ids=torch.tensor(positions, device=self.device),
-            use_cache=True,
-            logits_to_keep=1,
-            **{_cache_kw(): self.cache},
-        )
-        return out.logits[:, -1, :].float().cpu()  # sampled with per-episode CPU generators
+    if temperature <= 0:
+        logp = torch.log_softmax(logits, -1)
+        token = int(torch.argmax(logits))
+        return token, float(logp[token])
+    logp = torch.log_softmax(logits / temperature, -1)
+    if top_p < 1.0:
+        sorted_logp, order = torch.sort(logp, descending=True)
+        cumulative = torch.cumsum(sorted_logp.exp(), -1)
+        drop = cumulative - sorted_logp.exp() >= top_p  # keeps the smallest set reaching top_p
+        logp = logp.clone()
+        logp[order[drop]] = float("-inf")
+        logp = torch.log_softmax(logp, -1)
+    token = int(torch.multinomial(logp.exp(), 1, generator=generator))
+    return token, float(logp[token])
 
 
 def splice(
@@ -399,14 +368,6 @@ def splice(
             "the chat template is not prefix-preserving: adding messages re-renders earlier turns"
         )
     return closing + full[len(closed) :]
-
-
-def _cache_kw() -> str:
-    """The name transformers gives the KV cache argument (``cache`` from v5, else ``past_key_values``)."""
-    from transformers.generation.utils import GenerateDecoderOnlyOutput
-
-    fields = getattr(GenerateDecoderOnlyOutput, "__dataclass_fields__", {})
-    return "cache" if "cache" in fields else "past_key_values"
 
 
 def make_rollout_func(

@@ -1,0 +1,360 @@
+"""Batched decoding with a KV cache kept across turns: what GRPO rollouts and the ``local`` agent sample with.
+
+A :class:`Decoder` holds a causal LM and a :class:`SlotCache`, one slot per conversation
+in flight. A conversation's keys and values stay in its slot from turn to turn, so each
+turn reads only what is new (the environment's reply, the next generation prompt), never
+the history again. The slots' buffers are preallocated and grow by doubling, so a decoding
+step writes one position per row instead of copying the whole cache (transformers'
+``DynamicCache`` concatenates, which costs a copy of every layer's cache per token).
+
+Each conversation has its own length: a row's keys are contiguous from position 0, a
+decoding step writes each row's token at that row's own position, and a 4-D mask lets
+each query see exactly its own row's past. Nothing is padded, so a row computes what it
+would alone (the tests check the log-probabilities against one unbatched forward pass).
+
+One forward pass reads the weights once for every row that decodes; a row that reads many
+tokens at once (a prompt, a tool result) is fed alone, without padding the others. The
+attention is grouped-query attention on the cache's own heads (no copy of the keys per
+query head), by matrix products for one-token steps and by ``scaled_dot_product_attention``
+otherwise.
+
+``sampler(model, dtype)`` gives the model to sample with: the model itself in float32, or
+a bfloat16 copy (about half the memory traffic per step; log-probabilities then differ
+from the float32 model's by bfloat16 rounding: ``bench/RESULTS.md`` measures by how much).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+ATTENTION = "agentharness_slots"
+_registered = False
+
+
+def _register_attention() -> None:
+    """Register :func:`_slot_attention` with transformers under :data:`ATTENTION` (once)."""
+    global _registered
+    if _registered:
+        return
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(ATTENTION, _slot_attention)
+    _registered = True
+
+
+def _slot_attention(
+    module: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    attention_mask: Any,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    **kwargs: Any,
+) -> tuple[Any, None]:
+    """Attention over a slot cache: ``query`` (B, H, q, D), ``key``/``value`` (B, KV, L, D).
+
+    ``attention_mask`` is the boolean (B, 1, q, L) mask :class:`Decoder` builds (True: may
+    attend). Query heads share their key-value head (grouped-query attention) without the
+    keys being copied once per query head.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    batch, heads, q_len, dim = query.shape
+    kv_heads = key.shape[1]
+    scale = scaling if scaling is not None else dim**-0.5
+    if q_len == 1 and attention_mask is not None:
+        # One query per row: two batched matrix products read each cached key and value once.
+        group = heads // kv_heads
+        q = query.reshape(batch, kv_heads, group, dim)
+        scores = torch.matmul(q, key.transpose(-1, -2)).float() * scale  # (B, KV, G, L)
+        scores = scores.masked_fill(~attention_mask, float("-inf"))  # mask (B, 1, 1, L)
+        probs = torch.softmax(scores, dim=-1).to(value.dtype)
+        out = torch.matmul(probs, value).reshape(batch, heads, 1, dim)
+    else:
+        out = F.scaled_dot_product_attention(
+            query,
+            key,
+            value,
+            attn_mask=attention_mask,
+            dropout_p=0.0,
+            is_causal=attention_mask is None and q_len > 1,
+            scale=scale,
+            enable_gqa=kv_heads != heads,
+        )
+    return out.transpose(1, 2).contiguous(), None
+
+
+class SlotCache:
+    """Per-layer key/value buffers of shape (slots, kv_heads, capacity, head_dim).
+
+    The model calls :meth:`update` once per layer; what it writes and which rows it reads
+    are set by :meth:`Decoder._forward` before each forward pass (``rows``: a contiguous
+    range of slots; ``write_rows``/``write_pos``: where each new key goes).
+    """
+
+    def __init__(
+        self, layers: int, kv_heads: int, head_dim: int, dtype: Any, device: Any, slots: int
+    ) -> None:
+        self.layers, self.kv_heads, self.head_dim = layers, kv_heads, head_dim
+        self.dtype, self.device = dtype, device
+        self.slots = 0
+        self.capacity = 0
+        self.keys: list[Any] = []
+        self.values: list[Any] = []
+        self.rows = slice(0, 0)
+        self.kv_len = 0
+        self.write_rows: Any = None
+        self.write_pos: Any = None
+        self.reserve(slots, 256)
+
+    def reserve(self, slots: int, capacity: int) -> None:
+        """Make room for ``slots`` rows of ``capacity`` positions (doubling, keeping the contents)."""
+        import torch
+
+        if slots <= self.slots and capacity <= self.capacity:
+            return
+        new_slots = max(slots, 2 * self.slots) if slots > self.slots else self.slots
+        new_cap = self.capacity or 256
+        while new_cap < capacity:
+            new_cap *= 2
+        shape = (new_slots, self.kv_heads, new_cap, self.head_dim)
+        for store in (self.keys, self.values):
+            for i in range(self.layers):
+                grown = torch.zeros(shape, dtype=self.dtype, device=self.device)
+                if store and self.capacity:
+                    grown[: self.slots, :, : self.capacity] = store[i]
+                if len(store) > i:
+                    store[i] = grown
+                else:
+                    store.append(grown)
+        self.slots, self.capacity = new_slots, new_cap
+
+    def copy_slot(self, src: int, dst: int, length: int) -> None:
+        for store in (self.keys, self.values):
+            for buf in store:
+                buf[dst, :, :length] = buf[src, :, :length]
+
+    # -- what transformers calls -----------------------------------------------------
+    def update(
+        self, key_states: Any, value_states: Any, layer_idx: int, *args: Any, **kwargs: Any
+    ) -> tuple[Any, Any]:
+        k, v = self.keys[layer_idx], self.values[layer_idx]
+        k[self.write_rows, :, self.write_pos] = key_states.transpose(1, 2).to(k.dtype)
+        v[self.write_rows, :, self.write_pos] = value_states.transpose(1, 2).to(v.dtype)
+        return k[self.rows, :, : self.kv_len], v[self.rows, :, : self.kv_len]
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return self.kv_len
+
+    def __len__(self) -> int:
+        return self.layers
+
+
+@dataclass
+class _Seq:
+    slot: int
+    length: int = 0
+
+
+class Decoder:
+    """Conversations decoded together by one model, each with its KV cache kept across turns.
+
+    Sequences are opened (:meth:`open`, :meth:`fork`), fed tokens (:meth:`step`), rolled back
+    (:meth:`crop`) and closed (:meth:`close`). Slots stay contiguous: closing a sequence moves
+    the last slot into the hole, so a decoding step reads one contiguous block of the cache.
+    """
+
+    def __init__(self, model: Any, slots: int = 1) -> None:
+        import torch
+
+        _register_attention()
+        self.model = model
+        config = (
+            model.config.get_text_config()
+            if hasattr(model.config, "get_text_config")
+            else model.config
+        )
+        heads = config.num_attention_heads
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+        kv_heads = getattr(config, "num_key_value_heads", None) or heads
+        param = next(model.parameters())
+        self.device = param.device
+        self.cache = SlotCache(
+            config.num_hidden_layers,
+            kv_heads,
+            head_dim,
+            param.dtype,
+            param.device,
+            min(max(1, slots), 16),  # room for more is made as sequences open
+        )
+        self._torch = torch
+        self._swap = AttentionSwap(model)
+        self.seqs: dict[int, _Seq] = {}
+        self._by_slot: list[int] = []  # sequence id in each used slot
+        self._next_id = 0
+        self.forward_passes = 0
+
+    # -- sequences -----------------------------------------------------------------------
+    def open(self) -> int:
+        """A new, empty sequence."""
+        slot = len(self._by_slot)
+        self.cache.reserve(slot + 1, self.cache.capacity)
+        sid = self._next_id
+        self._next_id += 1
+        self.seqs[sid] = _Seq(slot)
+        self._by_slot.append(sid)
+        return sid
+
+    def fork(self, sid: int, n: int) -> list[int]:
+        """``n - 1`` copies of sequence ``sid`` (its cache copied): ``[sid, copies...]``."""
+        out = [sid]
+        for _ in range(n - 1):
+            new = self.open()
+            src = self.seqs[sid]
+            self.cache.copy_slot(src.slot, self.seqs[new].slot, src.length)
+            self.seqs[new].length = src.length
+            out.append(new)
+        return out
+
+    def close(self, sid: int) -> None:
+        """Free a sequence's slot (the last slot moves into it)."""
+        seq = self.seqs.pop(sid)
+        last = len(self._by_slot) - 1
+        if seq.slot != last:
+            moved = self._by_slot[last]
+            self.cache.copy_slot(last, seq.slot, self.seqs[moved].length)
+            self.seqs[moved].slot = seq.slot
+            self._by_slot[seq.slot] = moved
+        self._by_slot.pop()
+
+    def length(self, sid: int) -> int:
+        return self.seqs[sid].length
+
+    def crop(self, sid: int, length: int) -> None:
+        """Forget the tokens of ``sid`` after the first ``length``."""
+        seq = self.seqs[sid]
+        if not 0 <= length <= seq.length:
+            raise ValueError(f"cannot crop a sequence of {seq.length} tokens to {length}")
+        seq.length = length
+
+    # -- feeding -------------------------------------------------------------------------
+    def step(self, feeds: dict[int, list[int]]) -> dict[int, Any]:
+        """Read each sequence's new tokens; the float32 logits after each one's last token.
+
+        Sequences fed one token are decoded in one forward pass; a sequence fed several is
+        read in a pass of its own (no row is padded to the longest).
+        """
+        out: dict[int, Any] = {}
+        single = {sid: ids for sid, ids in feeds.items() if len(ids) == 1}
+        for sid, ids in feeds.items():
+            if len(ids) > 1:
+                slot = self.seqs[sid].slot
+                out.update(self._forward(slot, slot + 1, {sid: ids}))
+            elif not ids:
+                raise ValueError("a sequence was fed no tokens")
+        if single:
+            slots = [self.seqs[sid].slot for sid in single]
+            lo, hi = min(slots), max(slots) + 1
+            if hi - lo > 1 and len(single) == 1:
+                lo, hi = slots[0], slots[0] + 1
+            out.update(self._forward(lo, hi, single))
+        return out
+
+    def _forward(self, lo: int, hi: int, feeds: dict[int, list[int]]) -> dict[int, Any]:
+        """One forward pass over slots ``lo..hi-1``; rows not in ``feeds`` read a dummy token
+        written past their end (overwritten later, never attended to by their real tokens)."""
+        torch = self._torch
+        width = max(len(ids) for ids in feeds.values())
+        ids_rows, pos_rows, starts = [], [], []
+        for slot in range(lo, hi):
+            sid = self._by_slot[slot]
+            start = self.seqs[sid].length
+            new = feeds.get(sid, [0])
+            # Only multi-token feeds are alone in their pass, so every row here has `width` tokens.
+            ids_rows.append(new)
+            pos_rows.append(list(range(start, start + width)))
+            starts.append(start)
+        kv_len = max(starts) + width
+        cache = self.cache
+        cache.reserve(cache.slots, kv_len)
+        dev = self.device
+        positions = torch.tensor(pos_rows, device=dev)
+        cache.rows = slice(lo, hi)
+        cache.kv_len = kv_len
+        cache.write_rows = torch.arange(lo, hi, device=dev)[:, None].expand(-1, width)
+        cache.write_pos = positions
+        keys = torch.arange(kv_len, device=dev)
+        mask = keys[None, None, None, :] <= positions[:, None, :, None]  # (B, 1, q, L)
+        with torch.no_grad(), self._swap:
+            out = self.model(
+                input_ids=torch.tensor(ids_rows, device=dev),
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        self.forward_passes += 1
+        logits = out.logits[:, -1, :].float()
+        result = {}
+        for slot in range(lo, hi):
+            sid = self._by_slot[slot]
+            if sid in feeds:
+                self.seqs[sid].length += width
+                result[sid] = logits[slot - lo]
+        return result
+
+
+def sampler(model: Any, dtype: str = "float32") -> Any:
+    """The model to sample with: ``model`` itself (float32) or a bfloat16 copy of it.
+
+    A LoRA-wrapped (peft) model is merged into the copy. The copy is made per call, so it
+    always has the current weights (a GRPO step makes one per rollout batch, ~1 s).
+    """
+    import torch
+
+    if dtype in ("float32", "fp32"):
+        return model
+    if dtype not in ("bfloat16", "bf16"):
+        raise ValueError(f"unknown sampling dtype {dtype!r}; choose float32 or bfloat16")
+    clone = copy.deepcopy(model)
+    if hasattr(clone, "merge_and_unload"):
+        clone = clone.merge_and_unload()
+    clone = clone.to(torch.bfloat16)
+    clone.eval()
+    for p in clone.parameters():
+        p.requires_grad_(False)
+    return clone
+
+
+class AttentionSwap:
+    """Context manager: the model's attention is :data:`ATTENTION` inside, as before outside."""
+
+    def __init__(self, model: Any) -> None:
+        self.configs = _configs(model)
+        self.saved: list[Any] = []
+
+    def __enter__(self) -> AttentionSwap:
+        _register_attention()
+        self.saved = [c._attn_implementation for c in self.configs]
+        for c in self.configs:
+            c._attn_implementation = ATTENTION
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for c, old in zip(self.configs, self.saved, strict=True):
+            c._attn_implementation = old
+
+
+def _configs(model: Any) -> list[Any]:
+    """Every distinct config object the model's modules read their attention from."""
+    seen: dict[int, Any] = {}
+    for module in model.modules():
+        config = getattr(module, "config", None)
+        if config is not None and hasattr(config, "_attn_implementation"):
+            seen.setdefault(id(config), config)
+    return list(seen.values())

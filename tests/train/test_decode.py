@@ -1,0 +1,135 @@
+"""The batched decoder and the GRPO roller on a tiny random model: what is computed with the
+KV cache kept across turns must equal one unbatched forward pass over the whole sequence."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("transformers", reason="needs the 'local' extra")
+
+import torch
+from tiny_lm import tiny_model, tiny_tokenizer
+
+from agentharness.core.registry import get_task
+from agentharness.train.chat import plain_chat, render
+from agentharness.train.decode import ATTENTION, Decoder, sampler
+from agentharness.train.grpo import EpisodeRoller, GRPOOptions
+
+
+@pytest.fixture(scope="module")
+def tiny() -> Iterator[tuple[Any, Any]]:
+    threads = torch.get_num_threads()
+    # A tiny model's ops are too small to split over threads (and a busy box stalls them).
+    torch.set_num_threads(1)
+    try:
+        tok = tiny_tokenizer()
+        yield tiny_model(tok), tok
+    finally:
+        torch.set_num_threads(threads)
+
+
+def full_logp(net: Any, ids: list[int]) -> Any:
+    """Log-probabilities after every position, by one plain forward pass."""
+    with torch.no_grad():
+        return torch.log_softmax(net(input_ids=torch.tensor([ids])).logits[0].float(), -1)
+
+
+def test_decoder_rows_compute_what_one_forward_pass_does(tiny: tuple[Any, Any]) -> None:
+    """Forked, idle, cropped, closed and moved sequences, with feeds of different widths."""
+    net, _ = tiny
+    gen = torch.Generator().manual_seed(0)
+    prompt = torch.randint(0, 300, (230,), generator=gen).tolist()
+    decoder = Decoder(net, 2)  # fewer slots than sequences: the cache grows
+    root = decoder.open()
+    last = {root: decoder.step({root: prompt})[root]}
+    seqs = decoder.fork(root, 4)
+    ids = {s: list(prompt) for s in seqs}
+    last.update({s: last[root] for s in seqs})
+    for i in range(40):  # past the first capacity (256): the buffers grow mid-decoding
+        feeds: dict[int, list[int]] = {}
+        for k, s in enumerate(seqs):
+            if k == 2 and i % 3:  # idles most steps: a dummy row in the others' passes
+                continue
+            token = int(torch.argmax(last[s]))
+            feeds[s] = [token]
+            if k == 1 and i % 10 == 7:  # an environment reply: read in a pass of its own
+                feeds[s] += torch.randint(0, 300, (9,), generator=gen).tolist()
+            ids[s] += feeds[s]
+        if i == 20:
+            decoder.crop(seqs[3], len(prompt) + 5)  # roll back, then go on from there
+            ids[seqs[3]] = ids[seqs[3]][: len(prompt) + 5]
+            feeds[seqs[3]] = [7]
+            ids[seqs[3]].append(7)
+        if i == 30:
+            decoder.close(seqs[0])  # the last slot moves into the hole
+            for d in (feeds, ids):
+                d.pop(seqs[0], None)
+            seqs = seqs[1:]
+        last.update(decoder.step(feeds))
+    assert max(len(ids[s]) for s in seqs) > 256
+    for s in seqs:
+        assert decoder.length(s) == len(ids[s])
+        expected = full_logp(net, ids[s])[-1]
+        assert torch.allclose(torch.log_softmax(last[s], -1), expected, atol=1e-4)
+    assert net.config._attn_implementation != ATTENTION  # restored after each pass
+
+
+def test_rollout_logprobs_equal_a_full_forward_pass(tiny: tuple[Any, Any]) -> None:
+    """Each sampled token's recorded log-probability is the one an unbatched forward pass over
+    the episode gives; sampled and environment tokens decode to the conversation as rendered."""
+    net, tok = tiny
+    opts = GRPOOptions(max_turns=3, max_new_tokens=12, max_completion_length=600, temperature=0.7)
+    roller = EpisodeRoller(net, tok, opts)
+    rollouts = roller.play_group(get_task("guess").instance(0, "easy"), 4, seed=3)
+    assert len({tuple(r.completion_ids) for r in rollouts}) == 4  # independent samples
+    assert any(r.turns > 1 for r in rollouts)
+    for r in rollouts:
+        assert len(r.completion_ids) == len(r.env_mask) == len(r.logprobs)
+        logp = full_logp(net, r.prompt_ids + r.completion_ids)
+        start = len(r.prompt_ids) - 1
+        for i, (token, sampled) in enumerate(zip(r.completion_ids, r.env_mask, strict=True)):
+            if sampled:  # recorded under the sampling distribution (temperature 0.7)
+                scaled = torch.log_softmax(logp[start + i] / 0.7, -1)
+                assert float(scaled[token]) == pytest.approx(r.logprobs[i], abs=1e-4)
+        chat = plain_chat(r.record.messages, r.record.tools)
+        text = tok.decode(r.prompt_ids + r.completion_ids, skip_special_tokens=False)
+        assert render(tok, chat, generation_prompt=False).startswith(text)
+
+
+def test_greedy_rollout_logprobs_are_exact(tiny: tuple[Any, Any]) -> None:
+    net, tok = tiny
+    opts = GRPOOptions(max_turns=3, max_new_tokens=10, max_completion_length=600, temperature=0)
+    (r,) = EpisodeRoller(net, tok, opts).play_group(get_task("guess").instance(1, "easy"), 1, 0)
+    logp = full_logp(net, r.prompt_ids + r.completion_ids)
+    start = len(r.prompt_ids) - 1
+    sampled = [i for i, m in enumerate(r.env_mask) if m]
+    assert sampled and r.turns > 1
+    for i in sampled:
+        token = r.completion_ids[i]
+        assert int(torch.argmax(logp[start + i])) == token
+        assert float(logp[start + i, token]) == pytest.approx(r.logprobs[i], abs=1e-4)
+
+
+def test_bfloat16_sampling_stays_close_to_the_float32_model(tiny: tuple[Any, Any]) -> None:
+    """A bfloat16 copy samples; its log-probabilities are the float32 model's up to rounding."""
+    net, tok = tiny
+    opts = GRPOOptions(
+        max_turns=2, max_new_tokens=10, max_completion_length=600, rollout_dtype="bfloat16"
+    )
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    rollouts = EpisodeRoller(net, tok, opts).play_group(get_task("guess").instance(2, "easy"), 2, 1)
+    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())  # untouched
+    assert next(net.parameters()).dtype == torch.float32
+    diffs = []
+    for r in rollouts:
+        logp = full_logp(net, r.prompt_ids + r.completion_ids)
+        start = len(r.prompt_ids) - 1
+        for i, (token, sampled) in enumerate(zip(r.completion_ids, r.env_mask, strict=True)):
+            if sampled:
+                diffs.append(abs(float(logp[start + i, token]) - r.logprobs[i]))
+    assert diffs and max(diffs) < 0.25 and sum(diffs) / len(diffs) < 0.05
+    with pytest.raises(ValueError, match="float32 or bfloat16"):
+        sampler(net, "int3")
