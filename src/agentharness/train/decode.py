@@ -26,6 +26,8 @@ from the float32 model's by bfloat16 rounding: ``bench/RESULTS.md`` measures by 
 from __future__ import annotations
 
 import copy
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,9 @@ def _register_attention() -> None:
     _registered = True
 
 
+_shared = threading.local()  # the prefix the rows of the current decoding step share
+
+
 def _slot_attention(
     module: Any,
     query: Any,
@@ -58,7 +63,13 @@ def _slot_attention(
 
     ``attention_mask`` is the boolean (B, 1, q, L) mask :class:`Decoder` builds (True: may
     attend). Query heads share their key-value head (grouped-query attention) without the
-    keys being copied once per query head.
+    keys being copied once per query head. The cache is float32 (bfloat16 matrix products
+    over strided cache views are slower on CPU than float32 ones), so the attention is
+    computed in float32 whatever the model's dtype.
+
+    In a one-token step whose rows all share their first ``P`` positions (a group forked
+    from one prompt), those positions' keys and values are read once for all rows: the
+    scores over the shared prefix come from one matrix product with every row's queries.
     """
     import torch
     import torch.nn.functional as F
@@ -66,14 +77,31 @@ def _slot_attention(
     batch, heads, q_len, dim = query.shape
     kv_heads = key.shape[1]
     scale = scaling if scaling is not None else dim**-0.5
+    dtype = query.dtype
+    query = query.to(key.dtype)
     if q_len == 1 and attention_mask is not None:
-        # One query per row: two batched matrix products read each cached key and value once.
         group = heads // kv_heads
         q = query.reshape(batch, kv_heads, group, dim)
-        scores = torch.matmul(q, key.transpose(-1, -2)).float() * scale  # (B, KV, G, L)
+        shared = min(getattr(_shared, "length", 0), key.shape[2])
+        if batch > 1 and shared > 0:
+            # (KV, B*G, D) @ (KV, D, P): the shared keys once, every row's queries at once
+            qs = q.permute(1, 0, 2, 3).reshape(kv_heads, batch * group, dim)
+            head = torch.matmul(qs, key[0, :, :shared].transpose(-1, -2))
+            head = head.reshape(kv_heads, batch, group, shared).permute(1, 0, 2, 3)
+            tail = torch.matmul(q, key[:, :, shared:].transpose(-1, -2))
+            scores = torch.cat([head, tail], dim=-1) * scale
+        else:
+            scores = torch.matmul(q, key.transpose(-1, -2)) * scale  # (B, KV, G, L)
         scores = scores.masked_fill(~attention_mask, float("-inf"))  # mask (B, 1, 1, L)
-        probs = torch.softmax(scores, dim=-1).to(value.dtype)
-        out = torch.matmul(probs, value).reshape(batch, heads, 1, dim)
+        probs = torch.softmax(scores, dim=-1)
+        if batch > 1 and shared > 0:
+            ps = probs[..., :shared].permute(1, 0, 2, 3).reshape(kv_heads, batch * group, shared)
+            out = torch.matmul(ps, value[0, :, :shared])
+            out = out.reshape(kv_heads, batch, group, dim).permute(1, 0, 2, 3)
+            out = out + torch.matmul(probs[..., shared:], value[:, :, shared:])
+        else:
+            out = torch.matmul(probs, value)
+        out = out.reshape(batch, heads, 1, dim)
     else:
         out = F.scaled_dot_product_attention(
             query,
@@ -85,7 +113,7 @@ def _slot_attention(
             scale=scale,
             enable_gqa=kv_heads != heads,
         )
-    return out.transpose(1, 2).contiguous(), None
+    return out.to(dtype).transpose(1, 2).contiguous(), None
 
 
 class SlotCache:
@@ -158,6 +186,8 @@ class SlotCache:
 class _Seq:
     slot: int
     length: int = 0
+    family: int = -1  # the sequence it was forked from (-1: none)
+    shared: int = 0  # how many first positions it shares with its family
 
 
 class Decoder:
@@ -187,7 +217,7 @@ class Decoder:
             config.num_hidden_layers,
             kv_heads,
             head_dim,
-            param.dtype,
+            torch.float32,
             param.device,
             min(max(1, slots), 16),  # room for more is made as sequences open
         )
@@ -197,6 +227,8 @@ class Decoder:
         self._by_slot: list[int] = []  # sequence id in each used slot
         self._next_id = 0
         self.forward_passes = 0
+        # Where the time goes: [passes, tokens read, seconds] of decoding steps and of reads.
+        self.stats: dict[str, list[float]] = {"decode": [0, 0, 0.0], "read": [0, 0, 0.0]}
 
     # -- sequences -----------------------------------------------------------------------
     def open(self) -> int:
@@ -217,7 +249,10 @@ class Decoder:
             src = self.seqs[sid]
             self.cache.copy_slot(src.slot, self.seqs[new].slot, src.length)
             self.seqs[new].length = src.length
+            self.seqs[new].family, self.seqs[new].shared = sid, src.length
             out.append(new)
+        src = self.seqs[sid]
+        src.family, src.shared = sid, src.length
         return out
 
     def close(self, sid: int) -> None:
@@ -240,6 +275,7 @@ class Decoder:
         if not 0 <= length <= seq.length:
             raise ValueError(f"cannot crop a sequence of {seq.length} tokens to {length}")
         seq.length = length
+        seq.shared = min(seq.shared, length)
 
     # -- feeding -------------------------------------------------------------------------
     def step(self, feeds: dict[int, list[int]]) -> dict[int, Any]:
@@ -287,8 +323,12 @@ class Decoder:
         cache.kv_len = kv_len
         cache.write_rows = torch.arange(lo, hi, device=dev)[:, None].expand(-1, width)
         cache.write_pos = positions
+        rows = [self.seqs[self._by_slot[slot]] for slot in range(lo, hi)]
+        same = len({r.family for r in rows}) == 1 and rows[0].family >= 0
+        _shared.length = min(r.shared for r in rows) if same and width == 1 else 0
         keys = torch.arange(kv_len, device=dev)
         mask = keys[None, None, None, :] <= positions[:, None, :, None]  # (B, 1, q, L)
+        t0 = time.perf_counter()
         with torch.no_grad(), self._swap:
             out = self.model(
                 input_ids=torch.tensor(ids_rows, device=dev),
@@ -298,8 +338,13 @@ class Decoder:
                 use_cache=True,
                 logits_to_keep=1,
             )
+        _shared.length = 0
         self.forward_passes += 1
         logits = out.logits[:, -1, :].float()
+        stat = self.stats["decode" if width == 1 else "read"]
+        stat[0] += 1
+        stat[1] += width * len(feeds)
+        stat[2] += time.perf_counter() - t0
         result = {}
         for slot in range(lo, hi):
             sid = self._by_slot[slot]

@@ -169,6 +169,7 @@ class EpisodeRoller:
         self.envs = envs if envs is not None else LocalEnvs()
         self.eos_ids = eos_ids(model, tokenizer)
         self.forward_passes = 0  # of the last play_group (bench/generation.py reports it)
+        self.stats: dict[str, list[float]] = {}  # its Decoder's: time in decoding steps and reads
 
     def budgets(self, instance: Instance) -> Budgets:
         own = get_task(instance.task).interaction.budgets
@@ -204,6 +205,7 @@ class EpisodeRoller:
                     row.seq = seq
                 self._play(rows, decoder, first)
                 self.forward_passes = decoder.forward_passes
+                self.stats = decoder.stats
         finally:
             self.model.train(was_training)
         return [self._rollout(instance, prompt_ids, r, started) for r in rows]
@@ -392,6 +394,7 @@ def make_rollout_func(
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         step = int(getattr(getattr(trainer, "state", None), "global_step", calls["n"]))
         calls["n"] += 1
+        t0 = time.perf_counter()
         out: dict[str, list[Any]] = {
             k: []
             for k in (
@@ -433,7 +436,8 @@ def make_rollout_func(
         rewards = out["env_reward"]
         print(
             f"[grpo] step {step}: {len(rewards)} episodes, mean reward "
-            f"{sum(rewards) / max(1, len(rewards)):.3f}, end reasons {sorted(set(out['end_reason']))}",
+            f"{sum(rewards) / max(1, len(rewards)):.3f}, end reasons {sorted(set(out['end_reason']))}, "
+            f"rollouts {time.perf_counter() - t0:.1f} s",
             file=sys.stderr,
         )
         return {**out, "logprobs": None}
