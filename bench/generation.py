@@ -19,8 +19,11 @@ Reported per side: wall seconds (per group / per eval), sampled tokens per secon
 over rounds and the ratio to ``plain``.
 
     python bench/generation.py [--model DIR] [--task thermal] [--group 8] [--turns 4]
-        [--tokens 128] [--rounds 3] [--sides plain,fp32,bf16] [--eval 8] [--concurrency 8]
-        [--threads N]
+        [--tokens 128] [--rounds 3] [--sides plain,fp32,bf16] [--plain-episodes K]
+        [--eval 8] [--concurrency 8] [--threads N]
+
+The plain path plays episodes one after another, so ``--plain-episodes K`` plays K of the
+group and scales its time by G / K (its tokens per second are measured, not scaled).
 
 ``--model`` defaults to the bundled SmolLM2-135M-Instruct.
 """
@@ -91,7 +94,19 @@ def grpo_side(args: argparse.Namespace, net: Any, tok: Any) -> None:
             net.eval()
             t0 = time.perf_counter()
             if side == "plain":
-                sampled = plain_group(plain_agent, instance, args.group, args.turns)
+                # One episode after another: a group costs group / plain_episodes times this.
+                played = min(args.plain_episodes or args.group, args.group)
+                sampled = plain_group(plain_agent, instance, played, args.turns)
+                scale = args.group / played
+                wall_played = time.perf_counter() - t0
+                results[side].append((wall_played * scale, sampled / wall_played))
+                print(
+                    f"round {r} plain: {wall_played:7.1f} s for {played} episodes "
+                    f"(x{scale:g} = {wall_played * scale:.1f} s/group), {sampled} sampled tokens, "
+                    f"{sampled / wall_played:6.1f} tok/s",
+                    flush=True,
+                )
+                continue
             else:
                 opts = GRPOOptions(
                     max_turns=args.turns,
@@ -204,6 +219,12 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sides", default="plain,fp32,bf16")
+    parser.add_argument(
+        "--plain-episodes",
+        type=int,
+        default=0,
+        help="play only this many of the group by the plain path and scale (it is sequential)",
+    )
     parser.add_argument(
         "--eval", type=int, default=0, help="instances of the eval comparison (0: skip)"
     )

@@ -23,6 +23,7 @@ CORPUS = [
     "The answer is 3.5 watts; the target temperature is 41.2 degrees.",
     "Find the number between 1 and 100. Submit it with submit(x).",
 ] * 20
+END = 2  # <|im_end|>: the third special token
 
 
 def tiny_tokenizer() -> Any:
@@ -39,11 +40,14 @@ def tiny_tokenizer() -> Any:
         show_progress=False,
     )
     backend.train_from_iterator(CORPUS, trainer)
+    assert backend.token_to_id("<|im_end|>") == END
+    # Like the bundled SmolLM2 GGUF's tokenizer: its EOS is <|im_start|>, while the model's
+    # generation config ends a turn at <|im_end|>.
     tok = PreTrainedTokenizerFast(
         tokenizer_object=backend,
         bos_token="<|im_start|>",
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
+        eos_token="<|im_start|>",
+        pad_token="<|im_start|>",
     )
     tok.chat_template = CHATML
     return tok
@@ -64,14 +68,14 @@ def tiny_model(tok: Any, seed: int = 0) -> Any:
             num_attention_heads=4,
             num_key_value_heads=2,
             max_position_embeddings=8192,
-            eos_token_id=tok.eos_token_id,
-            pad_token_id=tok.pad_token_id,
+            eos_token_id=END,
+            pad_token_id=END,
             bos_token_id=tok.bos_token_id,
         )
     )
     # Random logits close to uniform make greedy ties likely; sharpen them.
     with torch.no_grad():
         net.lm_head.weight.mul_(40.0)
-    net.generation_config.eos_token_id = tok.eos_token_id
-    net.generation_config.pad_token_id = tok.pad_token_id
+    net.generation_config.eos_token_id = END
+    net.generation_config.pad_token_id = END
     return net.eval()

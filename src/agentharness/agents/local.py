@@ -255,12 +255,15 @@ class _Engine:
 
     def __init__(self, agent: LocalAgent) -> None:
         from agentharness.train.decode import Decoder
-        from agentharness.train.grpo import eos_ids
 
         self.agent = agent
         self.net, self.tokenizer = agent._ensure_loaded()
         self.decoder = Decoder(self.net, agent.max_batch)
-        self.eos_ids = set(eos_ids(self.net, self.tokenizer))
+        # Stop where model.generate stops (the plain path): the generation config's EOS.
+        eos = self.net.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos])
         special = getattr(self.tokenizer, "all_special_ids", None) or []
         self.special = {int(i): self.tokenizer.convert_ids_to_tokens(int(i)) for i in special}
         self.inbox: queue.SimpleQueue[_Request | _Session | None] = queue.SimpleQueue()

@@ -72,6 +72,20 @@ def _train(action: Callable[[], T]) -> T:
         raise fail(f"{type(e).__name__}: {e}") from e
 
 
+def _check_trackers(report_to: list[str] | None) -> None:
+    """A --report-to tracker that is not installed: one line, before any model is loaded."""
+    if not report_to:
+        return
+    try:
+        from agentharness.train.model import check_report_to
+
+        check_report_to(report_to)
+    except ModuleNotFoundError as e:
+        raise fail(f"{e}; {TRAIN_HINT}") from e
+    except ValueError as e:
+        raise fail(str(e)) from e
+
+
 @train_app.command("sft")
 def sft_command(
     data: Annotated[Path, typer.Option(help="SFT JSONL from `bootcamp export sft`")],
@@ -102,6 +116,7 @@ def sft_command(
 
     if not data.is_file():
         raise fail(f"--data {data} is not a file (write one with `bootcamp export sft`)")
+    _check_trackers(report_to)
     final = _train(
         lambda: train_sft(
             data,
@@ -152,6 +167,13 @@ def grpo_command(
         int, typer.Option(help="model + environment tokens per episode")
     ] = 2048,
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 1.0,
+    rollout_dtype: Annotated[
+        str,
+        typer.Option(
+            help="float32, or bfloat16: sample with a bfloat16 copy of the model (log-probs "
+            "then differ from the float32 model's by rounding; see bench/RESULTS.md)"
+        ),
+    ] = "float32",
     lr: Annotated[float, typer.Option("--lr", help="learning rate")] = 5e-6,
     beta: Annotated[float, typer.Option(help="KL coefficient to the initial model")] = 0.0,
     epsilon: Annotated[float, typer.Option(help="clip range of the policy ratio")] = 0.2,
@@ -176,6 +198,8 @@ def grpo_command(
     from agentharness.train.grpo import train_grpo
 
     ray_envs = ray_options(env_backend, address, workers)
+    if rollout_dtype not in ("float32", "bfloat16"):
+        raise fail(f"--rollout-dtype {rollout_dtype!r}: choose float32 or bfloat16")
 
     task_list = [t.strip() for t in (tasks or "").split(",") if t.strip()]
     if not task_list and data is None and instances is None:
@@ -197,6 +221,7 @@ def grpo_command(
                 get_task(t)
         except UnknownTaskError as e:
             raise fail(str(e)) from e
+    _check_trackers(report_to)
     final = _train(
         lambda: train_grpo(
             task_list,
@@ -214,6 +239,7 @@ def grpo_command(
             max_new_tokens=max_new_tokens,
             max_completion_length=max_completion_length,
             temperature=temperature,
+            rollout_dtype=rollout_dtype,
             learning_rate=lr,
             beta=beta,
             epsilon=epsilon,
