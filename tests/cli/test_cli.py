@@ -333,3 +333,71 @@ def test_report_json_of_a_loop_directory(tmp_path: Path) -> None:
     out = json.loads(invoke("report", str(tmp_path / "loop"), "--json").output)
     assert sorted(out) == ["round_1/after", "round_1/before"]
     assert RunSummary.model_validate(out["round_1/after"]).episodes == 2
+
+
+def test_a_missing_optional_package_is_one_line_naming_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a newcomer with only the quick start's install meets: the extra to install, in
+    one line, before any work (no traceback, no progress bar)."""
+    import importlib.util
+
+    import agentharness.sources.gym as gym_source
+
+    def no_gymnasium(name: str) -> None:
+        raise ModuleNotFoundError("No module named 'gymnasium'", name="gymnasium")
+
+    monkeypatch.setattr(gym_source, "load", no_gymnasium)
+    for args in (
+        ["show", "gym:NotCachedAnywhere-v0"],
+        ["eval", "--agent", "random", "--tasks", "gym:NotCachedAnywhere-v0", "--quiet"],
+    ):
+        r = runner.invoke(app, [*args, "--out", str(tmp_path / "r")] if "eval" in args else args)
+        assert r.exit_code == 2, r.output
+        assert r.output.strip().splitlines() == [
+            "error: gym: tasks need a package that is not installed (gymnasium); "
+            "install it with: pip install 'agentharness[gym]'"
+        ]
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "ray" else real_find_spec(name, *a),
+    )
+    r = runner.invoke(
+        app, ["eval", "--tasks", "guess", "--backend", "ray", "--out", str(tmp_path / "ray")]
+    )
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines() == [
+        "error: the Ray backend needs ray: pip install 'agentharness[ray]'"
+    ]
+    assert not (tmp_path / "ray").exists()
+
+
+def test_help_lists_every_command_with_its_whole_first_sentence() -> None:
+    result = runner.invoke(app, ["--help"], terminal_width=80)
+    assert result.exit_code == 0
+    commands = result.output.split("Commands:", 1)[1]
+    assert "..." not in commands, commands
+    for name in ("eval", "mine", "loop", "export", "train"):
+        assert f"\n  {name} " in commands
+
+
+def test_a_tracker_that_is_not_installed_fails_before_any_model_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("trl")
+    import agentharness.train.sft as sft
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the trainer ran")
+
+    monkeypatch.setattr(sft, "train_sft", never)
+    data = tmp_path / "sft.jsonl"
+    data.write_text("{}\n")
+    args = ["train", "sft", "--data", str(data), "--out", str(tmp_path / "m")]
+    r = runner.invoke(app, [*args, "--report-to", "no-such-tracker"])
+    assert r.exit_code == 2
+    (line,) = r.output.strip().splitlines()
+    assert line.startswith("error: --report-to no-such-tracker: no such tracker installed")

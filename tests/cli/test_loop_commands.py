@@ -182,6 +182,8 @@ def test_loop_runs_and_resumes(tmp_path: Path) -> None:
     first = invoke(*args)
     assert first.exit_code == 0, first.output
     assert "round 1 compare" in first.stderr and "verdict" in first.stdout
+    # Without --trainer the round says why nothing was trained.
+    assert "trained=False, reason=no --trainer" in first.stderr
     for name in (
         "heldout_before",
         "mine.json",

@@ -139,3 +139,23 @@ def test_group_versions() -> None:
     from agentharness.core.registry import group_versions
 
     assert group_versions(["b-v2", "a-v1", "b-v1", "b-v2"]) == {"a": ["a-v1"], "b": ["b-v1", "b-v2"]}
+
+
+def test_a_source_missing_its_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sources import their packages inside ``load``: a missing one is the install hint
+    (what ``bootcamp show rg:...`` prints on one line), an unrelated ImportError stays."""
+    import agentharness.sources.reasoning_gym as rg_source
+
+    def missing(name: str) -> None:
+        raise ModuleNotFoundError(f"No module named '{name}'", name="reasoning_gym")
+
+    monkeypatch.setattr(rg_source, "load", missing)
+    with pytest.raises(UnknownTaskError, match=r"pip install 'agentharness\[reasoning-gym\]'"):
+        get_task("rg:no_such_dataset_here")
+
+    def other(name: str) -> None:
+        raise ModuleNotFoundError("No module named 'my_rewards'", name="my_rewards")
+
+    monkeypatch.setattr(rg_source, "load", other)
+    with pytest.raises(ModuleNotFoundError, match="my_rewards"):
+        get_task("rg:no_such_dataset_here")

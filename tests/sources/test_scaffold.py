@@ -153,3 +153,20 @@ def test_two_commands_in_a_clean_venv(tmp_path: Path) -> None:
     assert "grid_plugin-v1" in run(bootcamp, "tasks")
     assert "PASS grid_plugin-v1" in run(bootcamp, "check", "grid_plugin")
     run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=pkg)
+
+
+def test_the_next_steps_say_when_pytest_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quick start's venv has no pytest: the printed next step says to install it."""
+    import importlib.util
+
+    args = ["new", "nextsteps", "--no-install", "-o"]
+    result = CliRunner().invoke(app, [*args, str(tmp_path / "a")])
+    assert "python -m pytest -q" in result.output and "pip install pytest" not in result.output
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pytest" else real(name, *a)
+    )
+    result = CliRunner().invoke(app, [*args, str(tmp_path / "b")])
+    assert result.exit_code == 0 and "(after: pip install pytest)" in result.output

@@ -114,3 +114,73 @@ def test_bad_spec_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "x.md").write_text("a task")
     result = CliRunner().invoke(app, ["convert", str(tmp_path / "x.md"), "--no-install"])
     assert result.exit_code == 2 and "needs --model" in result.output
+
+
+def test_an_unreachable_server_is_one_line_before_anything_is_written(tmp_path: Path) -> None:
+    spec = tmp_path / "numguess.md"
+    spec.write_text(SPEC)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    result = CliRunner().invoke(
+        app,
+        [
+            "convert",
+            str(spec),
+            "--model",
+            "m",
+            "--base-url",
+            f"http://127.0.0.1:{port}/v1",
+            "-o",
+            str(tmp_path / "pkg"),
+            "--no-install",
+        ],
+    )
+    assert result.exit_code == 2
+    assert "cannot reach the model server" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "pkg").exists()
+
+
+def _finish_at_once(body: dict[str, object]) -> dict[str, object]:
+    call = {"name": "finish", "arguments": json.dumps({"summary": "done"})}
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c1", "type": "function", "function": call}],
+    }
+
+
+def test_a_writer_that_writes_nothing_does_not_pass_off_the_scaffold(tmp_path: Path) -> None:
+    """The untouched scaffold passes the check, but it is the example task, not the spec's."""
+    code, output, _ = _convert(tmp_path, _finish_at_once)  # type: ignore[arg-type]
+    assert code == 1
+    assert "wrote no file" in output and "not registered" in output
+    assert "the check and its tests pass" not in output
+
+
+class _FailingAgent:
+    name = "failing"
+
+    def policy(self, instance: object, sample: int = 0) -> _FailingAgent:
+        return self
+
+    async def act(self, messages: object, tools: object) -> object:
+        from agentharness.agents import AgentError
+
+        raise AgentError("http://x/v1: gave up after 6 attempts; last error: refused")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_writing_agent_that_fails_registers_nothing(tmp_path: Path) -> None:
+    import asyncio
+
+    from agentharness.sources.writer import convert
+
+    result = asyncio.run(
+        convert(SPEC, NAME, tmp_path / "pkg", _FailingAgent(), register=True)  # type: ignore[arg-type]
+    )
+    assert result.end_reason == "agent_error" and not result.registered and not result.passed
+    assert result.problem is not None and "gave up after 6 attempts" in result.problem

@@ -25,6 +25,18 @@ class _Commands(TyperGroup):
         except RunDirError as e:
             raise fail(str(e)) from e
 
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """Each command's whole first sentence, wrapped to the terminal (click cuts it
+        mid-sentence with "..." to fit one line)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
 
 app = typer.Typer(
     cls=_Commands,
@@ -34,6 +46,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # Help uses the terminal's width up to 120 columns (click stops at 80), so the command
+    # list shows each command's whole first sentence instead of cutting it with "...".
+    context_settings={"max_content_width": 120},
 )
 # NO_COLOR (https://no-color.org) turns off every ANSI style, bold included.
 _PLAIN = {"color_system": None} if os.environ.get("NO_COLOR") else {}

@@ -19,6 +19,7 @@ T = TypeVar("T")
 export_app = typer.Typer(
     help="Export runs as training data (SFT JSONL, RL prompts for verl / TRL, GRPO groups) "
     "or as an inspect_ai log.",
+    short_help="Export runs as training data (SFT, RL, GRPO groups) or an inspect_ai log.",
     no_args_is_help=True,
 )
 app.add_typer(export_app, name="export")

@@ -398,6 +398,10 @@ def ray_options(backend: str, address: str | None, workers: int) -> Any:
         return None
     if backend != "ray":
         raise fail(f"unknown --backend {backend!r}; choose local or ray")
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:  # before any work or progress bar starts
+        raise fail("the Ray backend needs ray: pip install 'agentharness[ray]'")
     from agentharness.rollout.ray_backend import RayConfig
 
     return RayConfig(address=address, workers=workers)

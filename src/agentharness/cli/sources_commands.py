@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -39,9 +40,13 @@ def new(
         console.print(f"installed {name} (editable): `bootcamp tasks` lists it")
     else:
         console.print(f"install it with: pip install -e {target}")
+    import importlib.util
+
+    pytest_hint = "" if importlib.util.find_spec("pytest") else " (after: pip install pytest)"
     console.print(
         f"next: bootcamp eval --agent expert --tasks {name} -n 5 --out runs/{name}\n"
-        f"      bootcamp check {name};  cd {target} && python -m pytest -q"
+        f"      bootcamp check {name};  cd {target} && python -m pytest -q{pytest_hint}",
+        highlight=False,
     )
 
 
@@ -62,12 +67,15 @@ def convert(
     check_timeout: Annotated[float, typer.Option(help="seconds per check run")] = 600.0,
     temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
     install: Annotated[bool, typer.Option(help="pip install -e the package if it passes")] = True,
+    preflight: Annotated[
+        bool, typer.Option(help="openai: check the server and model before writing anything")
+    ] = True,
 ) -> None:
     """An LLM writes a task package from SPEC, runs the check, repairs until it passes."""
     import asyncio
     import re
 
-    from agentharness.agents import make_agent
+    from agentharness.agents import AgentError, make_agent
     from agentharness.sources.scaffold import ScaffoldError
     from agentharness.sources.writer import convert as run_convert
     from agentharness.sources.writer import read_spec
@@ -79,8 +87,13 @@ def convert(
     try:
         spec_text = read_spec(spec)
         sampling = {} if temperature is None else {"temperature": temperature}
+        if agent == "openai" and model and preflight:
+            from agentharness.agents.openai_agent import DEFAULT_BASE_URL
+            from agentharness.agents.preflight import check_endpoint
+
+            check_endpoint(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL, model)
         the_agent = make_agent(agent, model=model, base_url=base_url, sampling=sampling)
-    except (FileNotFoundError, ValueError) as e:
+    except (FileNotFoundError, ValueError, AgentError) as e:
         raise fail(str(e)) from e
 
     async def go() -> object:
@@ -109,6 +122,12 @@ def convert(
         verdict = "passed" if attempt.passed else "failed"
         console.print(f"attempt {i}: {verdict} ({attempt.seconds:.0f} s)")
     console.print(f"log: {target}/.convert/attempts.jsonl, transcript.json")
+    if result.problem:
+        raise fail(
+            f"{task_name} was not written: {result.problem}; it was not registered. "
+            f"The files are in {target}/",
+            code=1,
+        )
     if not result.passed:
         err.print(result.final.feedback(), markup=False, highlight=False)
         raise fail(

@@ -53,6 +53,13 @@ TASK_SOURCES: dict[str, tuple[str, str, str]] = {
     ),
 }
 _EXTRAS = {"gym": "gym", "rg": "reasoning-gym", "mcp": "mcp"}
+# The third-party packages each source imports (lazily, when a task is loaded): missing
+# one is the install hint, not a traceback.
+_SOURCE_PACKAGES = {
+    "gym": {"gymnasium", "pygame", "jsonschema"},
+    "rg": {"reasoning_gym"},
+    "mcp": {"mcp", "jsonschema"},
+}
 
 _REGISTRY: dict[str, TaskSpec[Any]] = {}
 # Task name -> where its TaskSpec (or a list of them) is, not imported until needed.
@@ -187,14 +194,21 @@ def _from_source(address: str) -> TaskSpec[Any]:
     module_name, _, example = TASK_SOURCES[prefix]
     if not rest.strip():
         raise UnknownTaskError(f"'{address}' names no {prefix}: task; e.g. {example}")
+    hint = f"install it with: pip install 'agentharness[{_EXTRAS[prefix]}]'"
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
         raise UnknownTaskError(
-            f"{prefix}: tasks need a package that is not installed ({e.name or e}); "
-            f"install it with: pip install 'agentharness[{_EXTRAS[prefix]}]'"
+            f"{prefix}: tasks need a package that is not installed ({e.name or e}); {hint}"
         ) from e
-    spec = module.load(rest)
+    try:
+        spec = module.load(rest)
+    except ImportError as e:
+        if (e.name or "").split(".")[0] not in _SOURCE_PACKAGES[prefix]:
+            raise  # not the source's own dependency (e.g. a module the address names)
+        raise UnknownTaskError(
+            f"{prefix}: tasks need a package that is not installed ({e.name}); {hint}"
+        ) from e
     if spec.id != address:
         raise RuntimeError(f"task source {prefix} returned {spec.id} for {address}")
     return register(spec)

@@ -528,7 +528,11 @@ class Loop:
     def _train(self, k: int, model: str | None) -> TrainResult:
         cfg, rd = self.cfg, self.round_dir(k)
         if cfg.trainer == "none":
-            return TrainResult(trainer="none", trained=False)
+            return TrainResult(
+                trainer="none",
+                trained=False,
+                reason="no --trainer (sft or grpo): the student is the same in every round",
+            )
         out = rd / "train"
         data = rd / ("sft.jsonl" if cfg.trainer == "sft" else "synth.jsonl")
         if not data.read_text().strip():

@@ -204,6 +204,7 @@ class WriterWorld(World):
         self.timeout_s = float(instance.public["check_timeout_s"])
         self.attempts: list[CheckOutcome] = []
         self.log = self.root / LOG_DIR / "attempts.jsonl"
+        self.writes = 0  # files the writer wrote; none leaves the scaffold's example task
 
     def _path(self, path: str) -> Path:
         target = (self.root / path).resolve()
@@ -252,6 +253,7 @@ class WriterWorld(World):
         target = self._path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content)
+        self.writes += 1
         return f"wrote {path} ({content.count(chr(10)) + 1} lines)"
 
     @tool
@@ -352,10 +354,13 @@ class ConvertResult:
     final: CheckOutcome
     end_reason: str | None
     registered: bool
+    # Why the package is not the described task whatever the check says (the writing
+    # agent failed, or wrote nothing and left the scaffold's example); None when it is.
+    problem: str | None = None
 
     @property
     def passed(self) -> bool:
-        return self.final.passed
+        return self.final.passed and self.problem is None
 
 
 async def convert(
@@ -409,12 +414,18 @@ async def convert(
             indent=1,
         )
     )
+    problem = None
+    if episode.end_reason == "agent_error":
+        first = (episode.error or "no message").strip().splitlines()[0]
+        problem = f"the writing agent failed ({first})"
+    elif world.writes == 0:
+        problem = "the writer wrote no file, so the package is still the scaffold's example task"
     registered = False
-    if final.passed and register:
+    if final.passed and register and problem is None:
         from agentharness.sources.scaffold import install
 
         result = install(out)
         registered = result.returncode == 0
         if not registered:
             raise RuntimeError(f"pip install -e {out} failed:\n{result.stderr[-2000:]}")
-    return ConvertResult(out, world.attempts, final, episode.end_reason, registered)
+    return ConvertResult(out, world.attempts, final, episode.end_reason, registered, problem)
