@@ -8,8 +8,12 @@ train``) or a ``.gguf`` file. torch and transformers are imported only when the 
 is created, so the core works without them.
 
 The model sees tools described in its system prompt and writes ``<tool_call>`` text;
-images are replaced by a placeholder (the bundled model is text-only). Generation is
-serialized on one worker thread: one model, one forward pass at a time.
+images are replaced by a placeholder (the bundled model is text-only). Generation runs on
+one worker thread that decodes every episode in flight together (up to ``--concurrency``
+of them), each with its KV cache kept across turns: a turn tokenises and reads only the
+messages added since the last one (:mod:`agentharness.train.decode`). Greedy output is the
+same as the plain path's (``batched=False``: tokenise the whole conversation and call
+``model.generate`` every turn), which ``bench/generation.py`` measures against.
 """
 
 from __future__ import annotations

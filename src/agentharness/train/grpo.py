@@ -489,6 +489,8 @@ def train_grpo(
         opts = GRPOOptions(**{**asdict(opts), **overrides})
     if opts.num_generations < 2:
         raise ValueError("GRPO needs num_generations >= 2 (advantages are relative within a group)")
+    if opts.rollout_dtype not in ("float32", "bfloat16"):
+        raise ValueError(f"rollout_dtype {opts.rollout_dtype!r}: choose float32 or bfloat16")
     rows = _training_rows(tasks, instances, data, opts)
     checkpoint = resume_checkpoint(out / "trainer", opts.resume)  # fail before loading a model
     steps = max_steps if max_steps is not None else math.ceil(len(rows) / opts.prompts_per_step)
