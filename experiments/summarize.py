@@ -80,6 +80,8 @@ def stage_entry(records: list[EpisodeRecord]) -> dict[str, Any]:
 def change_entry(report: CompareReport) -> dict[str, Any]:
     overall = report.overall or report.tasks[0]
     return {
+        "a_mean": overall.reward.a,
+        "b_mean": overall.reward.b,
         "delta": overall.reward.delta,
         "ci": list(overall.reward.ci) if overall.reward.ci else None,
         "paired": overall.paired,
@@ -154,9 +156,18 @@ def summary(work: Path, out: Path) -> dict[str, Any]:
     for s in STAGES:
         if records[s]:
             result["stages"][s] = stage_entry(records[s])
+    held_out = {i.instance_id for i in read_instances(work / "held_out.jsonl")}
+    for s in list(result["stages"]):
+        result["stages"][s]["complete"] = result["stages"][s]["instances"] == len(held_out)
     for name, a, b in CHANGES:
-        if records[a] and records[b]:
-            rep = compare(records[a], records[b], seed=0, n_boot=2000, run_a=a, run_b=b)
+        # paired on the instances both stages played (all of them when both are complete)
+        common = {r.instance.instance_id for r in records[a]} & {
+            r.instance.instance_id for r in records[b]
+        }
+        ra = [r for r in records[a] if r.instance.instance_id in common]
+        rb = [r for r in records[b] if r.instance.instance_id in common]
+        if ra and rb:
+            rep = compare(ra, rb, seed=0, n_boot=2000, run_a=a, run_b=b)
             result["changes"][name] = change_entry(rep)
     refs = sorted(
         p.name
@@ -188,6 +199,13 @@ def summary(work: Path, out: Path) -> dict[str, Any]:
                 for k in ("examples", "steps", "seconds", "tokens_per_example", "options")
                 if k in summ
             }
+    # the documented shape holds even when a stage did not run (mean / delta null)
+    for s in STAGES:
+        result["stages"].setdefault(s, {"mean": None, "complete": False, "note": "not run"})
+    for name, a, b in CHANGES:
+        result["changes"].setdefault(
+            name, {"delta": None, "ci": None, "note": f"{a} or {b} has no held-out episodes"}
+        )
     result["plots"] = plot_curves(work, out)
     (out / "summary.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "table.md").write_text(table(result) + "\n")
@@ -200,7 +218,9 @@ def table(result: dict[str, Any]) -> str:
         "| policy | task | episodes | mean reward | success | end reasons |",
         "| --- | --- | ---: | ---: | ---: | --- |",
     ]
-    rows = [(LABELS[s], result["stages"][s]) for s in STAGES if s in result["stages"]]
+    rows = [
+        (LABELS[s], result["stages"][s]) for s in STAGES if result["stages"][s]["mean"] is not None
+    ]
     rows += [(k.replace("_", ":", 1), v) for k, v in result.get("reference", {}).items()]
     for label, entry in rows:
         for task, t in entry["tasks"].items():
@@ -218,6 +238,9 @@ def table(result: dict[str, Any]) -> str:
         "| --- | ---: | --- | --- |",
     ]
     for name, c in result["changes"].items():
+        if c["delta"] is None:
+            lines.append(f"| {name} | not measured ({c['note']}) | | |")
+            continue
         ci = f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]" if c["ci"] else "-"
         lines.append(f"| {name} (all tasks) | {c['delta']:+.3f} | {ci} | {c['verdict']} |")
         for task, t in c["tasks"].items():
