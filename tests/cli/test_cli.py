@@ -384,6 +384,18 @@ def test_help_lists_every_command_with_its_whole_first_sentence() -> None:
         assert f"\n  {name} " in commands
 
 
+@pytest.mark.parametrize(
+    "command", [["eval"], ["loop"], ["export", "sft"], ["train", "sft"], ["train", "grpo"]]
+)
+def test_option_help_has_no_uninformative_type_tags(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"], terminal_width=100)
+    assert result.exit_code == 0
+    options = result.output.split("Options:", 1)[1]
+    for tag in ("<str>", "<bool>", "<list["):
+        assert tag not in options, options
+    assert "<int>" in options or "<path>" in options or "<file>" in options  # these stay
+
+
 def test_a_tracker_that_is_not_installed_fails_before_any_model_loads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

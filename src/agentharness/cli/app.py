@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from agentharness.store.run import RunDirError
 
@@ -38,7 +39,33 @@ class _Commands(TyperGroup):
                 formatter.write_dl(rows)
 
 
-app = typer.Typer(
+# Type tags that say nothing the description does not (``--agent <str>``, ``<list[Path]>``);
+# ``<int>``, ``<float>``, ``<path>`` and choices stay, they tell what to type.
+_NOISE_TAG = re.compile(r" <(?:str|bool|list\[\w+\])>")
+
+
+class _Command(TyperCommand):
+    """A command whose option list leaves out the uninformative type tags."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        rows = []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                rows.append((_NOISE_TAG.sub("", record[0]), record[1]))
+        if rows:
+            with formatter.section("Options"):
+                formatter.write_dl(rows)
+
+
+class BootcampTyper(typer.Typer):
+    """``typer.Typer`` whose commands use :class:`_Command` unless told otherwise."""
+
+    def command(self, *args: Any, cls: Any = None, **kwargs: Any) -> Any:
+        return super().command(*args, cls=cls or _Command, **kwargs)
+
+
+app = BootcampTyper(
     cls=_Commands,
     name="bootcamp",
     help="Run agents on executable, verifiable tasks; record, mine, export and train.",

@@ -12,11 +12,11 @@ from typing import Annotated, Literal, TypeVar
 
 import typer
 
-from agentharness.cli.app import app, console, fail, warn
+from agentharness.cli.app import BootcampTyper, app, console, fail, warn
 
 T = TypeVar("T")
 
-export_app = typer.Typer(
+export_app = BootcampTyper(
     help="Export runs as training data (SFT JSONL, RL prompts for verl / TRL, GRPO groups) "
     "or as an inspect_ai log.",
     short_help="Export runs as training data (SFT, RL, GRPO groups) or an inspect_ai log.",

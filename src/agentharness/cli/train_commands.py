@@ -13,11 +13,11 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from agentharness.cli.app import app, console, fail
+from agentharness.cli.app import BootcampTyper, app, console, fail
 
 T = TypeVar("T")
 
-train_app = typer.Typer(
+train_app = BootcampTyper(
     help="Train a model: SFT on exported trajectories, GRPO on the environments (TRL, in process).",
     no_args_is_help=True,
 )
