@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agentharness.core.instance import Instance
-from agentharness.core.registry import get_task
+from agentharness.core.registry import get_task, split_task_id
 from agentharness.core.task import Budgets
 from agentharness.store.instances import read_instances
 from agentharness.train.chat import ChatTemplateError, encode, plain_chat, render
@@ -624,5 +624,6 @@ def read_problems(path: Path) -> list[Instance]:
 
 
 def _matches(task_id: str, wanted: list[str]) -> bool:
-    name = task_id.split("-v")[0]
+    """Whether ``task_id`` is one of ``wanted`` (a versioned id, or a bare name for any version)."""
+    name, _ = split_task_id(task_id)
     return any(w in (task_id, name) for w in wanted)
