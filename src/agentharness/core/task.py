@@ -19,6 +19,7 @@ behaviour in place: a change that alters instances or rewards is a new version.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
@@ -195,6 +196,14 @@ class TaskSpec(Generic[W]):
         if seed < 0:
             raise TaskConfigError(f"seed {seed} is negative; seeds are integers >= 0")
         problem = self.generator.generate(config, seed)
+        for part, data in (("public", problem.public), ("hidden", problem.hidden)):
+            bad = non_finite_paths(data)
+            if bad:
+                # JSON has no inf or nan: the stored instance would read back different.
+                raise ValueError(
+                    f"{self.id} seed {seed} ({difficulty}): {part} data holds non-finite "
+                    f"numbers at {', '.join(bad[:3])}; store None (or a finite bound) instead"
+                )
         return Instance(
             task=self.id,
             seed=seed,
@@ -206,3 +215,14 @@ class TaskSpec(Generic[W]):
 
     def config_of(self, instance: Instance) -> BaseModel:
         return self.config_model.model_validate(instance.config)
+
+
+def non_finite_paths(data: Any, path: str = "") -> list[str]:
+    """Where ``data`` (JSON-like) holds inf or nan, as dotted paths."""
+    if isinstance(data, float):
+        return [] if math.isfinite(data) else [path or "<root>"]
+    if isinstance(data, dict):
+        return [p for k, v in data.items() for p in non_finite_paths(v, f"{path}.{k}".lstrip("."))]
+    if isinstance(data, list | tuple):
+        return [p for i, v in enumerate(data) for p in non_finite_paths(v, f"{path}[{i}]")]
+    return []

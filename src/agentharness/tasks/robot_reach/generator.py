@@ -87,7 +87,8 @@ def _draw(cfg: RobotReachConfig, rng: np.random.Generator) -> Problem | None:
     hidden = Hidden(
         solution=tuple(float(x) for x in q),
         solution_distance=round(ev.distance, 6),
-        solution_clearance=round(ev.min_clearance, 6),
+        # None when nothing can collide (no obstacle, no self-collision): JSON has no inf.
+        solution_clearance=round(ev.min_clearance, 6) if math.isfinite(ev.min_clearance) else None,
     )
     return Problem(
         public=public.model_copy(update={"start": start}).model_dump(mode="json"),

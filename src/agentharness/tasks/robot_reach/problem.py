@@ -58,4 +58,4 @@ class Hidden(_Frozen):
 
     solution: tuple[float, ...]
     solution_distance: float
-    solution_clearance: float
+    solution_clearance: float | None  # None when nothing can collide
