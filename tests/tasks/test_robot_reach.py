@@ -829,3 +829,12 @@ def test_expert_reads_results_as_data_not_text() -> None:
         ]
         ep.step(expert.next_turn(blank))
     assert ep.reward().success
+
+
+def test_an_arm_with_nothing_to_hit_reads_back_from_a_file_and_is_solved() -> None:
+    # With no obstacle and no self-collision the clearance is infinite; JSON has no inf.
+    inst = SPEC.instance(3, "easy", n_obstacles=0)
+    assert inst.hidden["solution_clearance"] is None
+    again = Instance.model_validate_json(inst.model_dump_json())
+    assert again == inst
+    assert run_expert(again).reward().success
