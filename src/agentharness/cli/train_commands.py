@@ -174,6 +174,21 @@ def grpo_command(
             "then differ from the float32 model's by rounding; see bench/RESULTS.md)"
         ),
     ] = "float32",
+    train_dtype: Annotated[
+        str,
+        typer.Option(
+            help="float32, or bfloat16: the training pass under bfloat16 autocast (float32 "
+            "master weights; see bench/RESULTS.md)"
+        ),
+    ] = "float32",
+    shared_prompt: Annotated[
+        bool,
+        typer.Option(
+            "--shared-prompt/--per-episode-pass",
+            help="training pass: a group's shared prompt computed once, or TRL's pass over "
+            "each episode's prompt + completion (same loss, slower)",
+        ),
+    ] = True,
     lr: Annotated[float, typer.Option("--lr", help="learning rate")] = 5e-6,
     beta: Annotated[float, typer.Option(help="KL coefficient to the initial model")] = 0.0,
     epsilon: Annotated[float, typer.Option(help="clip range of the policy ratio")] = 0.2,
@@ -200,6 +215,8 @@ def grpo_command(
     ray_envs = ray_options(env_backend, address, workers)
     if rollout_dtype not in ("float32", "bfloat16"):
         raise fail(f"--rollout-dtype {rollout_dtype!r}: choose float32 or bfloat16")
+    if train_dtype not in ("float32", "bfloat16"):
+        raise fail(f"--train-dtype {train_dtype!r}: choose float32 or bfloat16")
 
     task_list = [t.strip() for t in (tasks or "").split(",") if t.strip()]
     if not task_list and data is None and instances is None:
@@ -240,6 +257,8 @@ def grpo_command(
             max_completion_length=max_completion_length,
             temperature=temperature,
             rollout_dtype=rollout_dtype,
+            train_dtype=train_dtype,
+            shared_prompt=shared_prompt,
             learning_rate=lr,
             beta=beta,
             epsilon=epsilon,

@@ -18,10 +18,19 @@ plain ``generate`` baseline).
 Every rollout is also written as an :class:`~agentharness.store.schema.EpisodeRecord` to
 ``OUT/rollouts`` (agent ``grpo:step<N>``), so ``bootcamp report OUT/rollouts`` shows how
 rewards moved during training and the loop can mine them like any run.
+
+The training pass computes a group's shared prompt once (:class:`SharedPromptGRPOTrainer`,
+built by :func:`shared_prompt_trainer_class`): every episode of a group starts from the same
+prompt of well over a thousand tokens, which TRL would run forward and backward once per
+episode.
+A batch is one group (``per_device_train_batch_size = num_generations``); the prompt is run
+once with gradients and each episode's completion is run on top of its KV cache, which
+gives the same log-probabilities and gradients as TRL's per-episode pass.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -62,6 +71,10 @@ class GRPOOptions:
     temperature: float = 1.0
     top_p: float = 1.0
     rollout_dtype: str = "float32"  # or "bfloat16": sample with a bfloat16 copy of the model
+    # The training pass: "bfloat16" runs it under bfloat16 autocast (float32 master weights).
+    train_dtype: str = "float32"
+    # Compute a group's shared prompt once in the training pass (False: TRL's per-episode pass).
+    shared_prompt: bool = True
     learning_rate: float = 5e-6
     beta: float = 0.0  # KL to the reference model (0: no reference model is kept)
     epsilon: float = 0.2  # PPO-style clip
@@ -452,6 +465,220 @@ def episode_reward(
     return [float(r) for r in env_reward]
 
 
+def shared_prompt_logps(
+    model: Any,
+    input_ids: Any,
+    attention_mask: Any,
+    logits_to_keep: int,
+    compute_entropy: bool = False,
+    stats: dict[str, int] | None = None,
+) -> tuple[Any, Any] | None:
+    """Per-token log-probabilities (and entropies) of the completions, each prompt computed once.
+
+    ``input_ids`` is ``cat(prompt_ids, completion_ids)`` (prompts left-padded, completions
+    right-padded, ``attention_mask`` likewise) and the last ``logits_to_keep`` columns are the
+    completions, as TRL's ``GRPOTrainer._get_per_token_logps_and_entropies`` gets them.
+    ``model`` carries TRL's fused LM head (``model(..., labels=..., fused_lm_head=True)``
+    returns per-token ``log_probs`` and ``entropy`` without materialising the logits).
+
+    Rows with the same prompt tokens (and mask) are one partition. For each, the prompt
+    minus its last token is run once (batch 1, with gradients when enabled,
+    ``use_cache=True``); then each row's ``[last prompt token] + completion`` (its real
+    tokens only: right padding is never computed) is run on top of that KV cache, so its
+    positions and attention are those of the full sequence. Gradients reach the prompt
+    through every row's use of its keys and values, so log-probabilities and gradients are
+    those of a pass over each whole row. The rows run one at a time rather than as a batch
+    over an expanded cache: on a CPU a few hundred tokens already fill the matrix products,
+    and a batch would compute every episode padded to the longest. Returns ``(logps, entropies)`` shaped
+    ``(rows, logits_to_keep)``, zero at padding like TRL's, ``entropies`` None unless asked;
+    None when this cannot apply (no two rows share a prompt, completion masks that are not
+    right padding, a one-token prompt, a cache that is not a plain dynamic one) — the caller
+    then uses the per-row path. ``stats`` (if given) counts prompt passes and rows.
+    """
+    import torch
+    from transformers.cache_utils import DynamicCache, DynamicLayer
+
+    n, total = input_ids.shape
+    c = int(logits_to_keep)
+    p = total - c
+    if n < 2 or c < 1 or p < 2:
+        return None
+    prompts, prompt_masks = input_ids[:, :p], attention_mask[:, :p]
+    completion_mask = attention_mask[:, p:]
+    lengths = [int(x) for x in completion_mask.sum(1)]
+    right_padded = (
+        torch.arange(c, device=input_ids.device)[None, :]
+        < torch.tensor(lengths, device=input_ids.device)[:, None]
+    )
+    if not torch.equal(completion_mask.bool(), right_padded):
+        return None
+    partitions: list[list[int]] = []
+    for r in range(n):
+        for part in partitions:
+            lead = part[0]
+            if torch.equal(prompts[r], prompts[lead]) and torch.equal(
+                prompt_masks[r], prompt_masks[lead]
+            ):
+                part.append(r)
+                break
+        else:
+            partitions.append([r])
+    if len(partitions) == n:
+        return None  # nothing shared: the per-row path costs the same
+
+    logps: list[Any] = [None] * n
+    entropies: list[Any] = [None] * n
+    for part in partitions:
+        lead = part[0]
+        prefix = model(
+            input_ids=prompts[lead : lead + 1, :-1],
+            attention_mask=prompt_masks[lead : lead + 1, :-1],
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        cache = prefix.past_key_values
+        layers = getattr(cache, "layers", None)
+        if (
+            not isinstance(cache, DynamicCache)
+            or not layers
+            or any(type(layer) is not DynamicLayer for layer in layers)
+            or cache.get_seq_length() != p - 1
+        ):
+            return None  # e.g. sliding-window layers, or gradient checkpointing dropped the cache
+        kv = [(layer.keys, layer.values) for layer in layers]
+        if stats is not None:
+            stats["prompt_passes"] = stats.get("prompt_passes", 0) + 1
+        for r in part:
+            length = lengths[r]
+            if length == 0:
+                continue
+            ids = input_ids[r : r + 1, p - 1 : p + length]
+            labels = ids.clone()
+            labels[:, 0] = -100
+            out = model(
+                input_ids=ids,
+                attention_mask=attention_mask[r : r + 1, : p + length],
+                # A fresh cache object over the shared tensors: each row appends its own.
+                past_key_values=DynamicCache(ddp_cache_data=kv),
+                labels=labels,
+                fused_lm_head=True,
+            )
+            logps[r] = out.log_probs[0]
+            if compute_entropy:
+                entropies[r] = out.entropy[0]
+            if stats is not None:
+                stats["rows"] = stats.get("rows", 0) + 1
+    done = [x for x in logps if x is not None]
+    if not done:
+        return None  # every completion empty: let TRL build its differentiable zeros
+
+    def padded(rows: list[Any]) -> Any:
+        like = next(x for x in rows if x is not None)
+        return torch.stack(
+            [
+                like.new_zeros(c)
+                if x is None
+                else torch.cat([x, x.new_zeros(c - x.size(0))])
+                if x.size(0) < c
+                else x
+                for x in rows
+            ]
+        )
+
+    return padded(logps), padded(entropies) if compute_entropy else None
+
+
+_MULTIMODAL_ARGS = (
+    "pixel_values",
+    "image_grid_thw",
+    "num_images",
+    "pixel_attention_mask",
+    "spatial_shapes",
+    "num_tiles",
+    "image_sizes",
+    "token_type_ids",
+    "mm_token_type_ids",
+    "image_position_ids",
+)
+
+
+@functools.cache
+def shared_prompt_trainer_class() -> type:
+    """TRL's ``GRPOTrainer`` with a training pass that computes a group's shared prompt once.
+
+    Built on first use so that importing this module does not import TRL.
+    """
+    from trl import GRPOTrainer
+
+    class SharedPromptGRPOTrainer(GRPOTrainer):
+        """``GRPOTrainer`` whose per-token log-probabilities run each shared prompt once.
+
+        Overrides ``_get_per_token_logps_and_entropies`` (called by the loss, and for old
+        or reference log-probabilities when TRL needs them) with
+        :func:`shared_prompt_logps`; everything else — advantages, clipping, the loss,
+        logging — is TRL's. Falls back to TRL's pass when rows share no prompt, for
+        multimodal inputs, for MoE auxiliary losses, with gradient checkpointing (which
+        drops KV caches), for prompt-learning adapters, or when ``shared_prompt`` is False.
+        ``prompt_sharing`` counts calls of each kind, prompt passes and rows.
+        """
+
+        def __init__(self, *args: Any, shared_prompt: bool = True, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.shared_prompt = shared_prompt
+            self.prompt_sharing: dict[str, int] = {
+                "shared_calls": 0,
+                "fallback_calls": 0,
+                "prompt_passes": 0,
+                "rows": 0,
+            }
+
+        def _can_share(self, model: Any, kwargs: dict[str, Any]) -> bool:
+            if not self.shared_prompt or self.args.gradient_checkpointing:
+                return False
+            if kwargs.get("compute_aux_loss"):
+                return False
+            if any(kwargs.get(name) is not None for name in _MULTIMODAL_ARGS):
+                return False
+            peft_config = getattr(self.accelerator.unwrap_model(model), "active_peft_config", None)
+            return not getattr(peft_config, "is_prompt_learning", False)
+
+        def _get_per_token_logps_and_entropies(
+            self,
+            model: Any,
+            input_ids: Any,
+            attention_mask: Any,
+            logits_to_keep: int,
+            batch_size: int | None = None,
+            compute_entropy: bool = False,
+            **kwargs: Any,
+        ) -> tuple[Any, Any, Any]:
+            if self._can_share(model, kwargs):
+                with self.accelerator.autocast():
+                    shared = shared_prompt_logps(
+                        model,
+                        input_ids,
+                        attention_mask,
+                        logits_to_keep,
+                        compute_entropy=compute_entropy,
+                        stats=self.prompt_sharing,
+                    )
+                if shared is not None:
+                    self.prompt_sharing["shared_calls"] += 1
+                    return shared[0], shared[1], None
+            self.prompt_sharing["fallback_calls"] += 1
+            return super()._get_per_token_logps_and_entropies(
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+                **kwargs,
+            )
+
+    return SharedPromptGRPOTrainer
+
+
 def train_grpo(
     tasks: list[str] | None = None,
     out: Path | None = None,
@@ -491,6 +718,8 @@ def train_grpo(
         raise ValueError("GRPO needs num_generations >= 2 (advantages are relative within a group)")
     if opts.rollout_dtype not in ("float32", "bfloat16"):
         raise ValueError(f"rollout_dtype {opts.rollout_dtype!r}: choose float32 or bfloat16")
+    if opts.train_dtype not in ("float32", "bfloat16"):
+        raise ValueError(f"train_dtype {opts.train_dtype!r}: choose float32 or bfloat16")
     rows = _training_rows(tasks, instances, data, opts)
     checkpoint = resume_checkpoint(out / "trainer", opts.resume)  # fail before loading a model
     steps = max_steps if max_steps is not None else math.ceil(len(rows) / opts.prompts_per_step)
@@ -499,7 +728,7 @@ def train_grpo(
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig
 
     from agentharness.store.run import RunDir
 
@@ -523,14 +752,20 @@ def train_grpo(
         }
     )
     group = opts.num_generations
+    if opts.shared_prompt:
+        # A batch is a group (TRL shuffles the generation batch, so with several groups per
+        # step a batch may mix them: each prompt is still computed once per batch). The
+        # episodes run one at a time on top of the prompt's KV cache, never padded together.
+        batch, accumulation = group, opts.prompts_per_step
+    else:
+        # TRL's own pass, one episode (prompt + completion) per forward/backward.
+        batch, accumulation = 1, group * opts.prompts_per_step
     config = GRPOConfig(
         output_dir=str(out / "trainer"),
         max_steps=steps,
-        # One episode per forward/backward pass, accumulated over the generation batch: the
-        # logits of a multi-turn episode are large (tokens x vocabulary), and a batch of G of
-        # them does not fit a CPU box's memory. Still one optimizer step per generation.
-        per_device_train_batch_size=1,
-        gradient_accumulation_steps=group * opts.prompts_per_step,
+        # Either way one generation batch (prompts_per_step groups) per optimizer step.
+        per_device_train_batch_size=batch,
+        gradient_accumulation_steps=accumulation,
         num_generations=group,
         max_completion_length=opts.max_completion_length,
         temperature=max(opts.temperature, 1e-3),
@@ -549,6 +784,8 @@ def train_grpo(
                 save_steps=opts.save_steps,
                 progress=opts.progress,
             ),
+            # bfloat16 autocast in the training pass (accelerate's mixed precision, on CPU too).
+            **({"bf16": True} if opts.train_dtype == "bfloat16" else {}),
             **opts.extra,
         },
     )
@@ -558,7 +795,8 @@ def train_grpo(
 
         envs = RayEnvs(ray_envs)
     roller = EpisodeRoller(net, tokenizer, opts, envs)
-    trainer = GRPOTrainer(
+    trainer = shared_prompt_trainer_class()(
+        shared_prompt=opts.shared_prompt,
         model=net,
         reward_funcs=episode_reward,
         args=config,
@@ -589,6 +827,7 @@ def train_grpo(
             "options": asdict(opts),
             "max_steps": max_steps,
             "seconds": round(time.time() - started, 1),
+            "prompt_sharing": dict(trainer.prompt_sharing),
             "final": str(final),
             "rollouts": str(log_dir),
         },

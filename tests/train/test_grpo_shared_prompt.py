@@ -1,0 +1,265 @@
+"""The GRPO training pass that computes a group's shared prompt once, on a tiny random model.
+
+``SharedPromptGRPOTrainer`` runs the prompt once and every completion on top of its KV
+cache; TRL's own pass runs each row's prompt + completion. Their per-token log-probabilities,
+entropies and gradients must agree (float32), with right-padded completions of different
+lengths, an empty one and left-padded prompts; rows that share no prompt take TRL's pass.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("trl", reason="needs the 'train' extra")
+
+import torch
+from tiny_lm import tiny_model, tiny_tokenizer
+
+from agentharness.store.run import RunDir
+from agentharness.train.grpo import shared_prompt_logps, shared_prompt_trainer_class
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny ops: splitting them only stalls on a busy box
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def make_trainer(tmp_path: Path, group: int = 4, **config: Any) -> Any:
+    """A ``SharedPromptGRPOTrainer`` over a tiny random Llama (GQA: 4 query, 2 KV heads)."""
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    tok = tiny_tokenizer()
+    net = tiny_model(tok).train()
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "trainer"),
+        per_device_train_batch_size=group,
+        num_generations=group,
+        temperature=0.7,  # the log-probabilities are of the temperature-scaled distribution
+        use_cpu=True,
+        report_to=[],
+        # TRL's defaults are True for both; train_grpo sets them as here (bf16 if asked).
+        **{"gradient_checkpointing": False, "bf16": False, **config},
+    )
+    return shared_prompt_trainer_class()(
+        model=net,
+        reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+        args=args,
+        train_dataset=Dataset.from_list([{"prompt": "hello"}] * group),
+        processing_class=tok,
+    )
+
+
+def batch(
+    prompts: list[list[int]], completions: list[list[int]], pad: int = 0
+) -> tuple[Any, Any, int]:
+    """TRL's layout: prompts left-padded, completions right-padded, ``cat`` of both."""
+    p = max(len(x) for x in prompts)
+    c = max(len(x) for x in completions)
+    ids, mask = [], []
+    for prompt, completion in zip(prompts, completions, strict=True):
+        left, right = p - len(prompt), c - len(completion)
+        ids.append([pad] * left + prompt + completion + [pad] * right)
+        mask.append([0] * left + [1] * (len(prompt) + len(completion)) + [0] * right)
+    return torch.tensor(ids), torch.tensor(mask), c
+
+
+VOCAB = len(tiny_tokenizer())
+
+
+def random_ids(n: int, seed: int) -> list[int]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(3, VOCAB, (n,), generator=g).tolist()
+
+
+def logps_and_grads(trainer: Any, ids: Any, mask: Any, keep: int) -> tuple[Any, Any, dict]:
+    """Log-probs, entropies and the gradients of a fixed random function of both."""
+    model = trainer.model
+    model.zero_grad()
+    logps, entropies, _ = trainer._get_per_token_logps_and_entropies(
+        model, ids, mask, keep, compute_entropy=True
+    )
+    weights = torch.randn(logps.shape, generator=torch.Generator().manual_seed(1))
+    ((logps * weights).sum() + 0.3 * (entropies * weights).sum()).backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return logps.detach(), entropies.detach(), grads
+
+
+def assert_same(shared: tuple[Any, Any, dict], plain: tuple[Any, Any, dict]) -> None:
+    torch.testing.assert_close(shared[0], plain[0], atol=1e-5, rtol=1e-5)
+    # The tiny model's logits are sharpened to ~±100: an entropy (a difference of two such
+    # sums) carries float32 rounding of a few 1e-5 either way.
+    torch.testing.assert_close(shared[1], plain[1], atol=5e-5, rtol=1e-5)
+    assert shared[2].keys() == plain[2].keys() and plain[2]
+    for name, grad in plain[2].items():
+        scale = float(grad.abs().max()) or 1.0
+        torch.testing.assert_close(shared[2][name] / scale, grad / scale, atol=1e-5, rtol=0)
+
+
+def test_shared_prompt_equals_the_per_row_pass(tmp_path: Path) -> None:
+    trainer = make_trainer(tmp_path)
+    prompt = random_ids(40, seed=0)
+    completions = [random_ids(n, seed=10 + n) for n in (17, 5, 11, 1)]
+    ids, mask, keep = batch([prompt] * 4, completions)
+    shared = logps_and_grads(trainer, ids, mask, keep)
+    assert trainer.prompt_sharing == {
+        "shared_calls": 1,
+        "fallback_calls": 0,
+        "prompt_passes": 1,
+        "rows": 4,
+    }
+    trainer.shared_prompt = False
+    plain = logps_and_grads(trainer, ids, mask, keep)
+    assert trainer.prompt_sharing["fallback_calls"] == 1
+    assert_same(shared, plain)
+    # Padding scores zero, as in TRL's pass; the real tokens do not.
+    assert torch.all(shared[0][1, 5:] == 0) and torch.all(shared[0][1, :5] != 0)
+
+
+def test_left_padded_prompts_two_groups_and_an_empty_completion(tmp_path: Path) -> None:
+    """Rows of two prompts (the shorter left-padded) in one batch, shuffled as TRL does with
+    several groups per step: each prompt is run once; an empty completion scores zeros."""
+    trainer = make_trainer(tmp_path)
+    long, short = random_ids(33, seed=1), random_ids(26, seed=2)
+    prompts = [long, short, long, short]
+    completions = [random_ids(9, seed=3), random_ids(14, seed=4), [], random_ids(2, seed=5)]
+    ids, mask, keep = batch(prompts, completions)
+    shared = logps_and_grads(trainer, ids, mask, keep)
+    assert trainer.prompt_sharing["prompt_passes"] == 2 and trainer.prompt_sharing["rows"] == 3
+    trainer.shared_prompt = False
+    assert_same(shared, logps_and_grads(trainer, ids, mask, keep))
+    assert torch.all(shared[0][2] == 0)
+
+
+def test_rows_with_different_prompts_take_trls_pass(tmp_path: Path) -> None:
+    trainer = make_trainer(tmp_path)
+    prompts = [random_ids(20, seed=s) for s in range(4)]
+    ids, mask, keep = batch(prompts, [random_ids(6, seed=9)] * 4)
+    logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, keep)
+    assert trainer.prompt_sharing["shared_calls"] == 0
+    assert trainer.prompt_sharing["fallback_calls"] == 1
+    assert logps.shape == (4, 6)
+    # The function itself declines: nothing is shared.
+    assert shared_prompt_logps(trainer.model, ids, mask, keep) is None
+
+
+def test_gradient_checkpointing_takes_trls_pass(tmp_path: Path) -> None:
+    """Checkpointed layers drop the KV cache, so the prompt could not be shared."""
+    trainer = make_trainer(tmp_path, gradient_checkpointing=True)
+    ids, mask, keep = batch([random_ids(20, seed=0)] * 4, [random_ids(6, seed=9)] * 4)
+    trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, keep)
+    assert trainer.prompt_sharing["fallback_calls"] == 1
+    assert trainer.prompt_sharing["shared_calls"] == 0
+
+
+def test_completion_mask_with_a_hole_is_not_shared(tmp_path: Path) -> None:
+    trainer = make_trainer(tmp_path)
+    ids, mask, keep = batch([random_ids(20, seed=0)] * 4, [random_ids(6, seed=9)] * 4)
+    mask[1, -3] = 0  # not right padding
+    assert shared_prompt_logps(trainer.model, ids, mask, keep) is None
+
+
+def test_lora_adapter_takes_the_shared_path_too(tmp_path: Path) -> None:
+    pytest.importorskip("peft")
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig
+
+    tok = tiny_tokenizer()
+    trainer = shared_prompt_trainer_class()(
+        model=tiny_model(tok).train(),
+        reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+        args=GRPOConfig(
+            output_dir=str(tmp_path / "trainer"),
+            per_device_train_batch_size=4,
+            num_generations=4,
+            use_cpu=True,
+            report_to=[],
+            gradient_checkpointing=False,
+            bf16=False,
+        ),
+        train_dataset=Dataset.from_list([{"prompt": "hello"}] * 4),
+        processing_class=tok,
+        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
+    )
+    ids, mask, keep = batch(
+        [random_ids(30, seed=0)] * 4, [random_ids(n, seed=n) for n in (3, 8, 8, 5)]
+    )
+    shared = logps_and_grads(trainer, ids, mask, keep)
+    assert trainer.prompt_sharing["shared_calls"] == 1
+    trainer.shared_prompt = False
+    plain = logps_and_grads(trainer, ids, mask, keep)
+    assert any("lora" in name for name in shared[2])
+    assert_same(shared, plain)
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tok = tiny_tokenizer()
+    directory = tmp_path_factory.mktemp("tiny") / "model"
+    tiny_model(tok).save_pretrained(directory)
+    tok.save_pretrained(directory)
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("train_dtype", "shared_prompt"), [("float32", True), ("bfloat16", True), ("float32", False)]
+)
+def test_train_grpo_on_a_tiny_model_with_a_group_of_4(
+    tiny_checkpoint: Path, tmp_path: Path, train_dtype: str, shared_prompt: bool
+) -> None:
+    """Two multi-turn GRPO steps end to end: one group per batch, its prompt run once (or
+    TRL's per-episode pass, one episode per batch)."""
+    from agentharness.train.grpo import train_grpo
+
+    out = tmp_path / "grpo"
+    train_grpo(
+        ["guess"],
+        out,
+        model=str(tiny_checkpoint),
+        max_steps=2,
+        n_instances=2,
+        num_generations=4,
+        max_turns=2,
+        max_new_tokens=8,
+        max_completion_length=200,
+        learning_rate=1e-3,
+        train_dtype=train_dtype,
+        shared_prompt=shared_prompt,
+        seed=2,
+    )
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert summary["steps"] == 2 and len(summary["losses"]) == 2
+    assert all(abs(x) < 1e3 for x in summary["losses"])
+    assert summary["options"]["train_dtype"] == train_dtype
+    sharing = summary["prompt_sharing"]
+    if shared_prompt:
+        assert sharing == {"shared_calls": 2, "fallback_calls": 0, "prompt_passes": 2, "rows": 8}
+    else:
+        assert sharing["shared_calls"] == 0 and sharing["fallback_calls"] == 8
+    assert (out / "final" / "config.json").is_file()
+    assert len(list(RunDir(out / "rollouts").episodes())) == 8
+
+
+def test_train_dtype_is_checked_before_a_model_is_loaded(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentharness.cli.main import app
+    from agentharness.train.grpo import train_grpo
+
+    with pytest.raises(ValueError, match="train_dtype"):
+        train_grpo(["guess"], tmp_path / "x", model="/nonexistent", train_dtype="float16")
+    r = CliRunner().invoke(
+        app, ["train", "grpo", "--tasks", "guess", "--train-dtype", "fp16", "--out", str(tmp_path)]
+    )
+    assert r.exit_code == 2 and "--train-dtype 'fp16': choose float32 or bfloat16" in r.output
