@@ -107,7 +107,10 @@ def assert_same(shared: tuple[Any, Any, dict], plain: tuple[Any, Any, dict]) -> 
 
 
 def test_shared_prompt_equals_the_per_row_pass(tmp_path: Path) -> None:
+    from agentharness.train import grpo
+
     trainer = make_trainer(tmp_path)
+    assert type(trainer) is grpo.SharedPromptGRPOTrainer
     prompt = random_ids(40, seed=0)
     completions = [random_ids(n, seed=10 + n) for n in (17, 5, 11, 1)]
     ids, mask, keep = batch([prompt] * 4, completions)

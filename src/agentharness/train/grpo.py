@@ -679,6 +679,13 @@ def shared_prompt_trainer_class() -> type:
     return SharedPromptGRPOTrainer
 
 
+def __getattr__(name: str) -> Any:
+    """``SharedPromptGRPOTrainer`` on first access (importing this module does not import TRL)."""
+    if name == "SharedPromptGRPOTrainer":
+        return shared_prompt_trainer_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def train_grpo(
     tasks: list[str] | None = None,
     out: Path | None = None,
