@@ -111,6 +111,26 @@ def test_sft_reports_checkpoints_resumes_and_shows_progress(
     assert not (out / "trainer" / "checkpoint-1").exists()  # only the last two are kept
 
 
+def test_sft_trains_under_bfloat16_autocast(sft_run: Path, smol_checkpoint: Path) -> None:
+    """--train-dtype bfloat16: a finite loss, float32 weights that changed; a bad dtype is refused."""
+    common = [
+        "train", "sft", "--data", str(sft_run.parent / "sft.jsonl"), "--model", str(smol_checkpoint),
+        "--max-steps", "1", "--max-length", "320", "--truncation", "keep_end", "--lr", "1e-4",
+    ]  # fmt: skip
+    bad = CliRunner().invoke(
+        app, [*common, "--out", str(sft_run.parent / "bad"), "--train-dtype", "fp8"]
+    )
+    assert bad.exit_code != 0 and "choose float32 or bfloat16" in bad.output
+    out = sft_run.parent / "bf16"
+    r = CliRunner().invoke(app, [*common, "--out", str(out), "--train-dtype", "bfloat16"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert len(summary["losses"]) == 1 and 0 < summary["losses"][0] < 20
+    trained = weights(out / "final")
+    assert {str(t.dtype) for t in trained.values()} == {"torch.float32"}
+    assert changed_tensors(weights(smol_checkpoint), trained) > 10
+
+
 def test_local_agent_loads_the_trained_checkpoint(sft_run: Path) -> None:
     from agentharness.agents.local import LocalAgent
 

@@ -103,6 +103,12 @@ def sft_command(
         str, typer.Option(help="keep_start or keep_end of an over-long conversation")
     ] = "keep_start",
     warmup_steps: Annotated[int, typer.Option(help="learning-rate warmup steps")] = 0,
+    train_dtype: Annotated[
+        str,
+        typer.Option(
+            help="float32, or bfloat16: autocast forward and backward (weights stay float32)"
+        ),
+    ] = "float32",
     lora: LoraOpt = False,
     lora_r: Annotated[int, typer.Option(help="LoRA rank")] = 16,
     seed: Annotated[int, typer.Option(help="training seed")] = 0,
@@ -116,6 +122,8 @@ def sft_command(
 
     if not data.is_file():
         raise fail(f"--data {data} is not a file (write one with `bootcamp export sft`)")
+    if train_dtype not in ("float32", "bfloat16"):
+        raise fail(f"--train-dtype {train_dtype!r}: choose float32 or bfloat16")
     _check_trackers(report_to)
     final = _train(
         lambda: train_sft(
@@ -130,6 +138,7 @@ def sft_command(
             max_length=max_length,
             truncation=truncation,
             warmup_steps=warmup_steps,
+            train_dtype=train_dtype,
             lora=lora,
             lora_r=lora_r,
             lora_alpha=2 * lora_r,

@@ -43,6 +43,7 @@ class SFTOptions:
     truncation: str = "keep_start"  # or keep_end: which side of an over-long conversation to keep
     warmup_steps: int = 0
     weight_decay: float = 0.0
+    train_dtype: str = "float32"  # or "bfloat16": autocast forward/backward (weights stay float32)
     lora: bool = False
     lora_r: int = 16
     lora_alpha: int = 32
@@ -144,6 +145,7 @@ def train_sft(
                 report_to=opts.report_to,
                 save_steps=opts.save_steps,
                 progress=opts.progress,
+                train_dtype=opts.train_dtype,
             ),
             **opts.extra,
         },
