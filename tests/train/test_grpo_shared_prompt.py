@@ -266,3 +266,37 @@ def test_train_dtype_is_checked_before_a_model_is_loaded(tmp_path: Path) -> None
         app, ["train", "grpo", "--tasks", "guess", "--train-dtype", "fp16", "--out", str(tmp_path)]
     )
     assert r.exit_code == 2 and "--train-dtype 'fp16': choose float32 or bfloat16" in r.output
+
+
+def test_rollouts_inside_the_trainer_sample_with_the_model_asked_for() -> None:
+    """The trainer patches ``forward`` on the model instance (TRL's fused LM head; with
+    ``train_dtype`` bfloat16, accelerate's autocast wrapper). The bfloat16 sampling copy must
+    run its own weights, and float32 sampling must not run under the training autocast."""
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+    from trl.trainer.utils import add_fused_lm_head
+
+    from agentharness.train.decode import sampler
+    from agentharness.train.grpo import class_forward
+
+    tok = tiny_tokenizer()
+    net = tiny_model(tok)
+    ids = torch.tensor([random_ids(12, seed=0)])
+    with torch.no_grad():
+        plain = net(input_ids=ids).logits
+    add_fused_lm_head(net, outputs=("log_probs", "entropy"))
+    AcceleratorState._reset_state(reset_partial_state=True)  # as TrainingArguments does
+    net = Accelerator(cpu=True, mixed_precision="bf16").prepare_model(net)
+    AcceleratorState._reset_state(reset_partial_state=True)
+    with torch.no_grad():
+        autocast = net(input_ids=ids).logits
+        assert not torch.equal(autocast, plain)  # bfloat16 products
+        with class_forward(net):
+            torch.testing.assert_close(net(input_ids=ids).logits, plain, atol=1e-6, rtol=0)
+        clone = sampler(net, "bfloat16")
+        copied = clone(input_ids=ids).logits
+        assert next(clone.parameters()).dtype == torch.bfloat16
+        for p in net.parameters():
+            p.zero_()  # the copy's forward must not read the original's weights
+        torch.testing.assert_close(clone(input_ids=ids).logits, copied)
+        assert copied.dtype == torch.bfloat16

@@ -369,6 +369,12 @@ def sampler(model: Any, dtype: str = "float32") -> Any:
     clone = copy.deepcopy(model)
     if hasattr(clone, "merge_and_unload"):
         clone = clone.merge_and_unload()
+    # A forward patched on the instance (TRL's fused LM head, accelerate's autocast wrapper)
+    # closes over the original model: deep-copied, it would still run that float32 model.
+    for module in clone.modules():
+        if "_hf_hook" not in vars(module):  # accelerate's device-placement hooks stay
+            vars(module).pop("forward", None)
+            vars(module).pop("_original_forward", None)
     clone = clone.to(torch.bfloat16)
     clone.eval()
     for p in clone.parameters():

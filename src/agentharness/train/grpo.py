@@ -36,6 +36,8 @@ import math
 import random
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,7 +212,7 @@ class EpisodeRoller:
         was_training = self.model.training
         self.model.eval()
         try:
-            with torch.no_grad():
+            with torch.no_grad(), class_forward(self.model):
                 decoder = Decoder(sampler(self.model, self.opts.rollout_dtype), n)
                 root = decoder.open()
                 first = decoder.step({root: prompt_ids})[root]
@@ -312,6 +314,25 @@ class EpisodeRoller:
             turns=episode.turns,
             record=record,
         )
+
+
+@contextmanager
+def class_forward(model: Any) -> Iterator[None]:
+    """Inside, ``model`` runs without the autocast wrapper accelerate puts on its forward.
+
+    With ``train_dtype`` bfloat16 the trainer's model is wrapped to run under bfloat16
+    autocast; rollouts sample with the float32 model (or its bfloat16 copy) as asked.
+    """
+    saved = vars(model).get("forward")
+    original = vars(model).get("_original_forward")
+    if original is None:
+        yield
+        return
+    model.forward = original
+    try:
+        yield
+    finally:
+        model.forward = saved
 
 
 def eos_ids(model: Any, tokenizer: Any) -> list[int]:
