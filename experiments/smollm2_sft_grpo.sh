@@ -23,10 +23,11 @@ DIFFICULTY=${DIFFICULTY:-easy}
 N_HELD_OUT=${N_HELD_OUT:-20}        # held-out instances per task: seeds 0..N-1
 N_SYNTH=${N_SYNTH:-32}              # instances synthesized around the untuned model's failures
 N_FRESH=${N_FRESH:-8}               # extra expert episodes per task on fresh seeds 1000+
-SFT_STEPS=${SFT_STEPS:-48}
+SFT_STEPS=${SFT_STEPS:-96}          # 1.7 passes over ~58 expert conversations
 SFT_LR=${SFT_LR:-2e-4}
 SFT_WARMUP=${SFT_WARMUP:-0}          # (HF warmup gives its first step learning rate 0)
 SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-4096}
+TRAIN_DTYPE=${TRAIN_DTYPE:-bfloat16}  # autocast in SFT and GRPO training passes (weights stay float32)
 GRPO_TASKS=${GRPO_TASKS:-harmony-v2}   # tasks GRPO plays (one turn budget for all)
 GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-4}
 GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-192}
@@ -36,6 +37,10 @@ GRPO_STEPS=${GRPO_STEPS:-8}
 GROUP=${GROUP:-8}                   # GRPO group size
 GRPO_LR=${GRPO_LR:-1e-5}
 LAZY=${LAZY:-"lazy:defaults lazy:minimum lazy:maximum lazy:echo lazy:passive"}
+# Episodes decoded together by the local agent (one forward pass per token for all of them,
+# each keeping its KV cache across turns); greedy turns match one-at-a-time decoding
+# (tests/agents/test_local_batched.py) up to floating-point ties.
+EVAL_CONCURRENCY=${EVAL_CONCURRENCY:-8}
 
 mkdir -p "$W/runs"
 log() { echo "[$(date +%H:%M:%S)] $*"; }
@@ -50,7 +55,7 @@ eval_stage() {
   for s in $TASK_SPECS; do
     IFS=: read -r task turns tokens <<< "$s"
     $BOOTCAMP eval --agent "$agent" --instances "$W/held_out.$task.jsonl" --max-turns "$turns" \
-      --max-tokens "$tokens" --temperature 0 --concurrency 1 --quiet --out "$W/runs/$stage/$task" "$@"
+      --max-tokens "$tokens" --temperature 0 --concurrency "$EVAL_CONCURRENCY" --quiet --out "$W/runs/$stage/$task" "$@"
   done
 }
 
@@ -96,7 +101,7 @@ log "SFT data: $(wc -l < "$W/sft.jsonl") conversations"
 log "SFT: $SFT_STEPS steps"
 if [ ! -f "$W/models/sft/final/config.json" ]; then
   $BOOTCAMP train sft --data "$W/sft.jsonl" --out "$W/models/sft" --max-steps "$SFT_STEPS" \
-    --lr "$SFT_LR" --warmup-steps "$SFT_WARMUP" --max-length "$SFT_MAX_LENGTH" --no-progress
+    --lr "$SFT_LR" --warmup-steps "$SFT_WARMUP" --max-length "$SFT_MAX_LENGTH" --train-dtype "$TRAIN_DTYPE" --no-progress
 fi
 
 log "2/3 after SFT"
@@ -107,7 +112,7 @@ if [ "$N_PROBE" -gt 0 ]; then
   for task in ${GRPO_TASKS//,/ }; do
     $BOOTCAMP eval --agent local --model "$W/models/sft/final" --tasks "$task" -n "$N_PROBE" -k "$PROBE_K" \
       --difficulty "$DIFFICULTY" --seed 100000 --max-turns "$GRPO_MAX_TURNS" --max-tokens "$GRPO_MAX_TOKENS" \
-      --temperature 1.0 --concurrency 1 --quiet --out "$W/runs/probe/$task"
+      --temperature 1.0 --concurrency "$EVAL_CONCURRENCY" --quiet --out "$W/runs/probe/$task"
   done
   $PYTHON experiments/summarize.py curriculum "$W"/runs/probe/* -o "$W/grpo_instances.jsonl"
 else
@@ -124,7 +129,7 @@ if [ ! -f "$W/models/grpo/final/config.json" ]; then
   $BOOTCAMP train grpo --instances "$W/grpo_instances.jsonl" --model "$W/models/sft/final" \
     --out "$W/models/grpo" --max-steps "$GRPO_STEPS" --num-generations "$GROUP" \
     --max-turns "$GRPO_MAX_TURNS" --max-new-tokens "$GRPO_MAX_TOKENS" --max-completion-length 4096 \
-    --temperature 1.0 --lr "$GRPO_LR" --no-progress
+    --temperature 1.0 --lr "$GRPO_LR" --train-dtype "$TRAIN_DTYPE" --no-progress
 fi
 
 log "3/3 after GRPO"
