@@ -254,6 +254,35 @@ def test_train_grpo_on_a_tiny_model_with_a_group_of_4(
     assert len(list(RunDir(out / "rollouts").episodes())) == 8
 
 
+def test_two_groups_per_step_share_each_prompt(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    """``prompts_per_step`` 2: a batch is a group's size, TRL shuffles the two groups into the
+    two batches, and each batch runs each of its prompts once."""
+    from agentharness.train.grpo import train_grpo
+
+    out = tmp_path / "grpo"
+    train_grpo(
+        ["guess"],
+        out,
+        model=str(tiny_checkpoint),
+        max_steps=1,
+        n_instances=2,
+        num_generations=4,
+        prompts_per_step=2,
+        max_turns=2,
+        max_new_tokens=8,
+        max_completion_length=200,
+        train_dtype="float32",
+        seed=3,
+    )
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert summary["steps"] == 1 and len(summary["losses"]) == 1
+    sharing = summary["prompt_sharing"]
+    # Four rows of two prompts always share one: no batch falls back.
+    assert sharing["shared_calls"] == 2 and sharing["fallback_calls"] == 0
+    assert sharing["rows"] == 8 and 2 <= sharing["prompt_passes"] <= 4
+    assert len(list(RunDir(out / "rollouts").episodes())) == 8
+
+
 def test_train_dtype_is_checked_before_a_model_is_loaded(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
