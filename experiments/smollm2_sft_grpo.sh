@@ -28,8 +28,9 @@ SFT_LR=${SFT_LR:-2e-4}
 SFT_WARMUP=${SFT_WARMUP:-0}          # (HF warmup gives its first step learning rate 0)
 SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-4096}
 TRAIN_DTYPE=${TRAIN_DTYPE:-bfloat16}  # autocast in SFT and GRPO training passes (weights stay float32)
-GRPO_TASKS=${GRPO_TASKS:-harmony-v2}   # tasks GRPO plays (one turn budget for all)
-GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-4}
+GRPO_TASKS=${GRPO_TASKS:-thermal-v3}   # tasks GRPO plays (one turn budget for all): the one SFT
+GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-6}    # solves sometimes, at its held-out turn budget
+GRPO_ROLLOUT_DTYPE=${GRPO_ROLLOUT_DTYPE:-bfloat16}  # GRPO samples with a bfloat16 copy (TRL rescores in float32)
 GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-192}
 N_PROBE=${N_PROBE:-8}               # GRPO candidate instances per task (seeds 100000+); 0: no probe
 PROBE_K=${PROBE_K:-2}               # samples of the SFT policy per candidate (curriculum)
@@ -129,7 +130,7 @@ if [ ! -f "$W/models/grpo/final/config.json" ]; then
   $BOOTCAMP train grpo --instances "$W/grpo_instances.jsonl" --model "$W/models/sft/final" \
     --out "$W/models/grpo" --max-steps "$GRPO_STEPS" --num-generations "$GROUP" \
     --max-turns "$GRPO_MAX_TURNS" --max-new-tokens "$GRPO_MAX_TOKENS" --max-completion-length 4096 \
-    --temperature 1.0 --lr "$GRPO_LR" --train-dtype "$TRAIN_DTYPE" --no-progress
+    --temperature 1.0 --lr "$GRPO_LR" --train-dtype "$TRAIN_DTYPE" --rollout-dtype "$GRPO_ROLLOUT_DTYPE" --no-progress
 fi
 
 log "3/3 after GRPO"
