@@ -812,9 +812,8 @@ def train_grpo(
                 report_to=opts.report_to,
                 save_steps=opts.save_steps,
                 progress=opts.progress,
+                train_dtype=opts.train_dtype,
             ),
-            # bfloat16 autocast in the training pass (accelerate's mixed precision, on CPU too).
-            **({"bf16": True} if opts.train_dtype == "bfloat16" else {}),
             **opts.extra,
         },
     )
