@@ -127,10 +127,13 @@ fi
 
 log "GRPO on top of SFT: $GRPO_STEPS steps, groups of $GROUP"
 if [ ! -f "$W/models/grpo/final/config.json" ]; then
+  # A checkpoint after every step: a run that dies continues from its last step.
+  resume=(); compgen -G "$W/models/grpo/trainer/checkpoint-*" > /dev/null && resume=(--resume)
   $BOOTCAMP train grpo --instances "$W/grpo_instances.jsonl" --model "$W/models/sft/final" \
     --out "$W/models/grpo" --max-steps "$GRPO_STEPS" --num-generations "$GROUP" \
     --max-turns "$GRPO_MAX_TURNS" --max-new-tokens "$GRPO_MAX_TOKENS" --max-completion-length 4096 \
-    --temperature 1.0 --lr "$GRPO_LR" --train-dtype "$TRAIN_DTYPE" --rollout-dtype "$GRPO_ROLLOUT_DTYPE" --no-progress
+    --temperature 1.0 --lr "$GRPO_LR" --train-dtype "$TRAIN_DTYPE" --rollout-dtype "$GRPO_ROLLOUT_DTYPE" \
+    --save-steps 1 "${resume[@]}" --no-progress
 fi
 
 log "3/3 after GRPO"

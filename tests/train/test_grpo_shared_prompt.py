@@ -129,6 +129,41 @@ def test_shared_prompt_equals_the_per_row_pass(tmp_path: Path) -> None:
     assert torch.all(shared[0][1, 5:] == 0) and torch.all(shared[0][1, :5] != 0)
 
 
+def saved_bytes(trainer: Any, ids: Any, mask: Any, keep: int) -> tuple[int, Any]:
+    """Bytes autograd keeps for the backward of one pass, and the log-probs of that pass."""
+    kept = 0
+
+    def pack(tensor: Any) -> Any:
+        nonlocal kept
+        kept += tensor.numel() * tensor.element_size()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, keep)
+    return kept, logps
+
+
+def test_checkpointed_episodes_keep_less_and_give_the_same_gradients(tmp_path: Path) -> None:
+    """Each episode's activations are recomputed in the backward (the default), not kept:
+    autograd holds far fewer bytes, and log-probs, entropies and gradients do not change."""
+    trainer = make_trainer(tmp_path)
+    prompt = random_ids(30, seed=0)
+    completions = [random_ids(n, seed=20 + n) for n in (40, 37, 29, 44)]
+    ids, mask, keep = batch([prompt] * 4, completions)
+    assert trainer.checkpoint_rows
+    checkpointed_bytes, checkpointed_logps = saved_bytes(trainer, ids, mask, keep)
+    checkpointed = logps_and_grads(trainer, ids, mask, keep)
+    trainer.checkpoint_rows = False
+    kept_bytes, kept_logps = saved_bytes(trainer, ids, mask, keep)
+    kept = logps_and_grads(trainer, ids, mask, keep)
+    torch.testing.assert_close(checkpointed_logps, kept_logps, atol=0, rtol=0)
+    assert_same(checkpointed, kept)
+    # Only each row's inputs are kept (plus the prompt's activations, which are shared).
+    assert checkpointed_bytes < kept_bytes / 2
+    trainer.shared_prompt = False
+    assert_same(checkpointed, logps_and_grads(trainer, ids, mask, keep))
+
+
 def test_left_padded_prompts_two_groups_and_an_empty_completion(tmp_path: Path) -> None:
     """Rows of two prompts (the shorter left-padded) in one batch, shuffled as TRL does with
     several groups per step: each prompt is run once; an empty completion scores zeros."""

@@ -199,6 +199,14 @@ def grpo_command(
             "each episode's prompt + completion (same loss, slower)",
         ),
     ] = True,
+    checkpoint_rows: Annotated[
+        bool,
+        typer.Option(
+            "--checkpoint-episodes/--keep-activations",
+            help="shared-prompt pass: recompute each episode's activations in the backward "
+            "(memory of one episode, not the group's; one more forward of the completions)",
+        ),
+    ] = True,
     lr: Annotated[float, typer.Option("--lr", help="learning rate")] = 5e-6,
     beta: Annotated[float, typer.Option(help="KL coefficient to the initial model")] = 0.0,
     epsilon: Annotated[float, typer.Option(help="clip range of the policy ratio")] = 0.2,
@@ -269,6 +277,7 @@ def grpo_command(
             rollout_dtype=rollout_dtype,
             train_dtype=train_dtype,
             shared_prompt=shared_prompt,
+            checkpoint_rows=checkpoint_rows,
             learning_rate=lr,
             beta=beta,
             epsilon=epsilon,

@@ -78,6 +78,9 @@ class GRPOOptions:
     train_dtype: str = "bfloat16"
     # Compute a group's shared prompt once in the training pass (False: TRL's per-episode pass).
     shared_prompt: bool = True
+    # ... and recompute each episode's activations in the backward rather than keep them all
+    # (memory of one episode instead of the group's, for one more forward of the completions).
+    checkpoint_rows: bool = True
     learning_rate: float = 5e-6
     beta: float = 0.0  # KL to the reference model (0: no reference model is kept)
     epsilon: float = 0.2  # PPO-style clip
@@ -494,6 +497,7 @@ def shared_prompt_logps(
     logits_to_keep: int,
     compute_entropy: bool = False,
     stats: dict[str, int] | None = None,
+    checkpoint_rows: bool = True,
 ) -> tuple[Any, Any] | None:
     """Per-token log-probabilities (and entropies) of the completions, each prompt computed once.
 
@@ -511,13 +515,18 @@ def shared_prompt_logps(
     through every row's use of its keys and values, so log-probabilities and gradients are
     those of a pass over each whole row. The rows run one at a time rather than as a batch
     over an expanded cache: on a CPU a few hundred tokens already fill the matrix products,
-    and a batch would compute every episode padded to the longest. Returns ``(logps, entropies)`` shaped
+    and a batch would compute every episode padded to the longest. With ``checkpoint_rows``
+    (and gradients enabled) each row's pass is activation-checkpointed: its activations are
+    recomputed in the backward instead of kept, so a group holds the prompt's activations and
+    one row's at a time, not all of them (a group of long episodes otherwise exhausted a
+    24 GB machine), for one more forward of the completions. Returns ``(logps, entropies)`` shaped
     ``(rows, logits_to_keep)``, zero at padding like TRL's, ``entropies`` None unless asked;
     None when this cannot apply (no two rows share a prompt, completion masks that are not
     right padding, a one-token prompt, a cache that is not a plain dynamic one) — the caller
     then uses the per-row path. ``stats`` (if given) counts prompt passes and rows.
     """
     import torch
+    import torch.utils.checkpoint
     from transformers.cache_utils import DynamicCache, DynamicLayer
 
     n, total = input_ids.shape
@@ -577,17 +586,30 @@ def shared_prompt_logps(
             ids = input_ids[r : r + 1, p - 1 : p + length]
             labels = ids.clone()
             labels[:, 0] = -100
-            out = model(
-                input_ids=ids,
-                attention_mask=attention_mask[r : r + 1, : p + length],
-                # A fresh cache object over the shared tensors: each row appends its own.
-                past_key_values=DynamicCache(ddp_cache_data=kv),
-                labels=labels,
-                fused_lm_head=True,
-            )
-            logps[r] = out.log_probs[0]
+
+            def row_pass(ids: Any, mask: Any, labels: Any, kv: Any = kv) -> tuple[Any, Any]:
+                out = model(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    # A fresh cache object over the shared tensors: each row appends its own.
+                    past_key_values=DynamicCache(ddp_cache_data=kv),
+                    labels=labels,
+                    fused_lm_head=True,
+                )
+                return out.log_probs[0], out.entropy[0]
+
+            mask = attention_mask[r : r + 1, : p + length]
+            if checkpoint_rows and torch.is_grad_enabled():
+                # Non-reentrant: gradients still reach the prompt's keys and values, which
+                # the row reads through the closure, and autocast is replayed as it was.
+                row_logps, row_entropy = torch.utils.checkpoint.checkpoint(
+                    row_pass, ids, mask, labels, use_reentrant=False
+                )
+            else:
+                row_logps, row_entropy = row_pass(ids, mask, labels)
+            logps[r] = row_logps
             if compute_entropy:
-                entropies[r] = out.entropy[0]
+                entropies[r] = row_entropy
             if stats is not None:
                 stats["rows"] = stats.get("rows", 0) + 1
     done = [x for x in logps if x is not None]
@@ -644,9 +666,16 @@ def shared_prompt_trainer_class() -> type:
         ``prompt_sharing`` counts calls of each kind, prompt passes and rows.
         """
 
-        def __init__(self, *args: Any, shared_prompt: bool = True, **kwargs: Any) -> None:
+        def __init__(
+            self,
+            *args: Any,
+            shared_prompt: bool = True,
+            checkpoint_rows: bool = True,
+            **kwargs: Any,
+        ) -> None:
             super().__init__(*args, **kwargs)
             self.shared_prompt = shared_prompt
+            self.checkpoint_rows = checkpoint_rows
             self.prompt_sharing: dict[str, int] = {
                 "shared_calls": 0,
                 "fallback_calls": 0,
@@ -683,6 +712,7 @@ def shared_prompt_trainer_class() -> type:
                         logits_to_keep,
                         compute_entropy=compute_entropy,
                         stats=self.prompt_sharing,
+                        checkpoint_rows=self.checkpoint_rows,
                     )
                 if shared is not None:
                     self.prompt_sharing["shared_calls"] += 1
@@ -825,6 +855,7 @@ def train_grpo(
     roller = EpisodeRoller(net, tokenizer, opts, envs)
     trainer = shared_prompt_trainer_class()(
         shared_prompt=opts.shared_prompt,
+        checkpoint_rows=opts.checkpoint_rows,
         model=net,
         reward_funcs=episode_reward,
         args=config,
