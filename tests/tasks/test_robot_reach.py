@@ -576,11 +576,17 @@ def test_tools_offered() -> None:
         "check_collision",
         "jacobian",
         "solve_linear",
+        "dls_step",
         "calculate",
         "submit_angles",
     }
     text = "\n".join(m.text for m in SPEC.generator.prompt(SPEC.instance(0, "easy")))
-    for name in ("jacobian(joint_angles, margin)", "solve_linear(a, b)", "calculate(expression)"):
+    for name in (
+        "jacobian(joint_angles, margin)",
+        "solve_linear(a, b)",
+        "dls_step(joint_angles, damping)",
+        "calculate(expression)",
+    ):
         assert name in text
 
 
@@ -680,6 +686,68 @@ def test_a_damped_step_from_the_tools_moves_towards_the_target() -> None:
     assert after.data["distance_to_target"] < 0.9 * rep["distance_to_target"]
 
 
+@pytest.mark.parametrize("q", [[0.0, 60.0], [60.0, -30.0]])
+def test_dls_step_is_the_jacobian_recipe_in_one_call(q: list[float]) -> None:
+    # [0, 60] has link 2 within 1 cm of the circle (a clearance row); [60, -30] has none.
+    ep = episode_for(_handmade())
+
+    def result(name: str, args: dict[str, Any], call_id: str) -> Message:
+        reply = step_call(ep, name, args, call_id)
+        assert reply.outcome is not None and not reply.outcome.is_error, reply.text
+        return reply
+
+    rep = result("jacobian", {"joint_angles": q}, "c1").outcome.data
+    a = [*rep["jacobian"]]
+    b = [*rep["offset_to_target"]]
+    for c in rep["near_contacts"]:
+        a.append([3 * g for g in c["gradient"]])
+        b.append(3 * c["shortfall"])
+    a += [[0.05, 0.0], [0.0, 0.05]]
+    b += [0.0, 0.0]
+    dq = result("solve_linear", {"a": a, "b": b}, "c2").outcome.data["x"]
+    step = result("dls_step", {"joint_angles": q, "damping": 0.05}, "c3")
+    data = step.outcome.data
+    assert json.loads(step.text) == data
+    assert data["from_angles"] == q and data["damping"] == 0.05
+    assert data["step"] == pytest.approx(dq, abs=1e-3)
+    assert data["joint_angles"] == pytest.approx(
+        [x + d for x, d in zip(q, dq, strict=True)], abs=1e-3
+    )
+    assert data["largest_step_deg"] == pytest.approx(max(abs(d) for d in dq), abs=1e-3)
+    shortfalls = sum((3 * c["shortfall"]) ** 2 for c in rep["near_contacts"])
+    offset = rep["offset_to_target"]
+    assert data["cost_before"] == pytest.approx(
+        offset[0] ** 2 + offset[1] ** 2 + shortfalls, rel=1e-4
+    )
+    # The report at the new angles is of exactly the numbers it gives.
+    there = result("jacobian", {"joint_angles": data["joint_angles"]}, "c4").outcome.data
+    assert data["distance_to_target"] == there["distance_to_target"]
+    assert data["collision_free"] == there["collision_free"]
+    assert data["improved"] == (data["cost_after"] < data["cost_before"])
+    assert world(ep).best is not None
+
+
+def test_dls_step_holds_angles_at_the_limits_and_rejects_bad_arguments() -> None:
+    # The target lies at -171 degrees, past joint 1's lower limit of -120: the step from
+    # -115 runs into the limit and stops there.
+    ep = episode_for(_handmade(obstacles=[], target=[-1.95, -0.3]))
+    held = step_call(ep, "dls_step", {"joint_angles": [-115.0, 0.0]}, "c1")
+    assert held.outcome is not None
+    data = held.outcome.data
+    assert data["held_at_limit"] and data["joint_angles"][0] == -120.0, data
+    assert data["step"][0] < -5.0
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"joint_angles": [0.0, 0.0], "damping": 0}, "greater than 0"),
+        ({"joint_angles": [0.0, 0.0], "damping": -1}, "greater than 0"),
+        ({"joint_angles": [0.0]}, "exactly 2 angles"),
+        ({"joint_angles": [130.0, 0.0]}, "above its upper limit"),
+    ]
+    for args, needle in cases:
+        bad = step_call(ep, "dls_step", args, "bad")
+        assert bad.outcome is not None and bad.outcome.is_error and needle in bad.text, bad.text
+    assert not ep.done
+
+
 # -- expert ------------------------------------------------------------------------
 
 
@@ -693,22 +761,22 @@ def test_expert_and_noisy_expert_solve(difficulty: str) -> None:
             assert ep.end_reason == "answered"
             results.append((ep.reward().total, ep))
     assert all(total >= SPEC.solved_threshold for total, _ in results)
-    for _, ep in results[:3]:  # the clean expert: jacobian, (solve, jacobian)..., submit
+    for _, ep in results[:3]:  # the clean expert: dls_step..., submit
         names = [r.name for r in ep.tool_calls]
-        assert names[0] == "jacobian" and names[-1] == "submit_angles"
-        assert set(names[1:-1]) <= {"solve_linear", "jacobian"}
+        assert set(names[:-1]) == {"dls_step"} and names[-1] == "submit_angles"
         assert len(names) <= par_tool_calls(public(ep.instance).n_joints)
         assert not any(r.is_error for r in ep.tool_calls)
         final = ep.tool_calls[-1].arguments["joint_angles"]
-        assert final == ep.tool_calls[-2].arguments["joint_angles"]  # the last one checked
+        # Angles a step reported (copied, not computed), none of them the hidden solution.
+        assert final in [r.data["joint_angles"] for r in ep.tool_calls[:-1]]
         assert final != list(hidden(ep.instance).solution)
 
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_expert_is_imitable(difficulty: str) -> None:
     # Every number in every expert action was visible before it was sent: the start is
-    # the rest pose, the straight pose or simple fractions of the limits, the systems are
-    # copied jacobian reports, each next angle is the previous plus a solved step.
+    # the rest pose, the straight pose or simple fractions of the limits, each next angle
+    # list is one a dls_step reported, each damping a tenth or ten times the last.
     for seed in range(3):
         ep = run_expert(SPEC.instance(seed, difficulty))
         assert list(unsourced_numbers(ep.messages, ep.tools)) == []
@@ -726,64 +794,43 @@ def test_expert_steps_around_the_obstacle_on_the_handmade_arm() -> None:
     ep = run_expert(inst)
     assert ep.reward().success
     names = [r.name for r in ep.tool_calls]
-    assert names[0] == "jacobian" and names[-1] == "submit_angles" and "solve_linear" in names
+    assert set(names[:-1]) == {"dls_step"} and names[-1] == "submit_angles"
     assert list(unsourced_numbers(ep.messages, ep.tools)) == []
 
 
 def test_expert_search_keeps_good_steps_and_damps_bad_ones() -> None:
-    # Levenberg-Marquardt bookkeeping, fed made-up reports: a step that lowers the cost is
-    # kept and the damping divided by 10; a worse one is dropped (the next system is the
-    # kept report's) and the damping multiplied by 10, as is a step of more than 30 degrees.
+    # Levenberg-Marquardt bookkeeping, fed made-up dls_step reports: a step that lowers the
+    # cost is kept (the next starts from its reported angles) and the damping divided by 10;
+    # a worse one is dropped (the next starts again from the kept angles) and the damping
+    # multiplied by 10, as is a step of more than 30 degrees.
     expert = RobotReachExpert(_handmade())
 
-    def report(offset: list[float], row: float) -> dict[str, Any]:
+    def step(
+        before: float, after: float, angles: list[float], distance: float, largest: float = 5.0
+    ) -> dict[str, Any]:
         return {
-            "offset_to_target": offset,
-            "distance_to_target": math.hypot(*offset),
-            "jacobian": [[row, 0.0], [0.0, row]],
-            "near_contacts": [],
+            "cost_before": before,
+            "cost_after": after,
+            "joint_angles": angles,
+            "largest_step_deg": largest,
+            "distance_to_target": distance,
             "min_clearance": 0.5,
             "collision_free": True,
         }
 
     search = expert._search([10.0, 20.0], "Start.")
-    assert next(search)[0] == "jacobian"
-    name, args, _ = search.send(report([0.5, 0.0], 0.02))
-    assert name == "solve_linear" and args["a"][2] == [0.01, 0.0] and args["a"][0] == [0.02, 0.0]
-    assert args["b"] == [0.5, 0.0, 0.0, 0.0]
-    name, args, _ = search.send({"x": [5.0, -1.0]})
-    assert name == "jacobian" and args["joint_angles"] == [15.0, 19.0]
-    name, args, _ = search.send(report([0.9, 0.0], 0.03))  # worse: dropped
-    assert name == "solve_linear" and args["a"][0] == [0.02, 0.0] and args["a"][2] == [0.1, 0.0]
-    name, args, _ = search.send({"x": [45.0, 0.0]})  # too big: more damping, same system
-    assert name == "solve_linear" and args["a"][2] == [1.0, 0.0]
-    name, args, _ = search.send({"x": [2.0, 0.0]})
-    assert name == "jacobian" and args["joint_angles"] == [12.0, 20.0]
-    name, args, _ = search.send(report([0.1, 0.0], 0.04))  # better: kept
-    assert name == "solve_linear" and args["a"][0] == [0.04, 0.0] and args["a"][2] == [0.1, 0.0]
-    name, args, _ = search.send({"x": [-1.0, 0.0]})
-    assert name == "jacobian" and args["joint_angles"] == [11.0, 20.0]
-    name, args, _ = search.send(report([0.001, 0.0], 0.04))  # within half the tolerance
-    assert name == "submit_angles" and args["joint_angles"] == [11.0, 20.0]
-
-
-def test_expert_search_holds_angles_at_the_limits() -> None:
-    expert = RobotReachExpert(_handmade())
-    search = expert._search([100.0, 0.0], "Start.")
-    next(search)
-    search.send(
-        {
-            "offset_to_target": [0.5, 0.0],
-            "distance_to_target": 0.5,
-            "jacobian": [[0.02, 0.0], [0.0, 0.02]],
-            "near_contacts": [],
-            "min_clearance": None,
-            "collision_free": True,
-        }
-    )
-    name, args, text = search.send({"x": [25.0, -3.0]})
-    assert name == "jacobian" and args["joint_angles"] == [120.0, -3.0]  # the upper limit
-    assert "joint limit" in text
+    name, args, _ = next(search)
+    assert name == "dls_step" and args == {"joint_angles": [10.0, 20.0], "damping": 0.01}
+    name, args, text = search.send(step(0.25, 0.1, [15.0, 19.0], 0.3))  # better: kept
+    assert name == "dls_step" and args == {"joint_angles": [15.0, 19.0], "damping": 0.001}
+    assert "fell from 0.25 to 0.1" in text
+    name, args, text = search.send(step(0.1, 0.2, [16.0, 18.0], 0.4))  # worse: dropped
+    assert name == "dls_step" and args == {"joint_angles": [15.0, 19.0], "damping": 0.01}
+    assert "rose from 0.1 to 0.2" in text and "[15, 19]" in text
+    name, args, _ = search.send(step(0.1, 0.01, [50.0, 19.0], 0.1, largest=35.0))  # too long
+    assert name == "dls_step" and args == {"joint_angles": [15.0, 19.0], "damping": 0.1}
+    name, args, _ = search.send(step(0.1, 0.0001, [12.0, 20.0], 0.01))  # better, close
+    assert name == "submit_angles" and args == {"joint_angles": [12.0, 20.0]}
 
 
 def test_expert_gives_up_with_its_closest_collision_free_angles() -> None:
@@ -793,8 +840,8 @@ def test_expert_gives_up_with_its_closest_collision_free_angles() -> None:
     ep = run_expert(inst)
     assert ep.end_reason == "answered" and not ep.reward().success
     final = ep.tool_calls[-1].arguments["joint_angles"]
-    checked = [r for r in ep.tool_calls if r.name == "jacobian" and r.data["collision_free"]]
-    assert final in [r.arguments["joint_angles"] for r in checked]
+    checked = [r for r in ep.tool_calls if r.name == "dls_step" and r.data["collision_free"]]
+    assert final in [r.data["joint_angles"] for r in checked]
     assert ep.reward().component("collision_free") == 1.0
     assert len(ep.tool_calls) <= 30
 

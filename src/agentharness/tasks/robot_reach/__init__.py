@@ -1,4 +1,4 @@
-"""robot_reach: move an articulated arm's end effector onto a target (robot_reach-v3).
+"""robot_reach: move an articulated arm's end effector onto a target (robot_reach-v4).
 
 A planar (2-D, circular obstacles) or spatial (3-D, alternating yaw/pitch joints,
 spherical obstacles) serial arm of 2-7 revolute links with joint limits, resting at a
@@ -7,10 +7,10 @@ configurations with ``forward_kinematics`` (joint positions, end-effector pose, 
 distance to the target) and ``check_collision`` (capsule-vs-circle/sphere contacts,
 optional self-collision, per-link clearances), then answers with ``submit_angles``.
 
-Computation tools (v3). Inverse kinematics among obstacles is iterative numerics a policy
-cannot do in its head, so the task gives it the pieces to do it in the open (and its
-expert uses them, so every angle in its trajectories was visible or one addition away
-first; see :mod:`agentharness.imitability`):
+Computation tools (v3, v4). Inverse kinematics among obstacles is iterative numerics a
+policy cannot do in its head, so the task gives it the pieces to do it in the open (and
+its expert uses them, so every angle in its trajectories was visible first; see
+:mod:`agentharness.imitability`):
 
 * ``jacobian(joint_angles, margin)``: at one configuration, the offset to the target,
   the end effector's Jacobian (metres per degree of each joint) and, for every link
@@ -21,13 +21,20 @@ first; see :mod:`agentharness.imitability`):
   :class:`~agentharness.core.calculator.CalculatorWorld`): a damped least-squares
   (Levenberg-Marquardt) step is ``solve_linear`` on the Jacobian rows, the clearance
   rows and a damping diagonal; the next angles are the current ones plus the step.
+* ``dls_step(joint_angles, damping)`` (v4): that step in one call, reporting the new
+  angles (within the limits) and the cost before and after. v3's expert built each
+  system from a report and added the solved step to the angles in its text; SmolLM2-135M
+  trained on those trajectories learned the format but not the copying and the sum
+  (experiments/RESULTS.md). With ``dls_step`` every angle an agent sends is one it was
+  shown.
 
 There is deliberately no ``inverse_kinematics(target)``: the agent still chooses where
-to start, builds every step's system from what it read, decides whether a step helped
-(and the damping), keeps inside the joint limits, and tells when it is done. A start
-far from any collision-free reaching pose converges to a wrong local minimum, so
-choosing the start (which elbow, which side of an obstacle) stays the hard part. Every
-call, computations included, counts towards the efficiency credit.
+to start, decides whether a step helped (and the damping), and tells when it is done.
+A start far from any collision-free reaching pose converges to a wrong local minimum, so
+choosing the start (which elbow, which side of an obstacle) stays the hard part: the
+expert's search from the rest pose alone solves 2, 5 and 3 of 20 instances at easy,
+medium and hard, from the straight pose 12, 10 and 8. Every call, computations included,
+counts towards the efficiency credit.
 
 Reward (unchanged since v2, see :mod:`.reward`): 0 for an answer that collides or is
 invalid; 0.9-1.0 within the tolerance (efficiency pays only then); otherwise partial
@@ -37,13 +44,14 @@ so a collision-free answer anywhere else, the start, straight or limit pose earn
 nothing. Harder levels add links, obstacles closer to the only feasible pose (12 on hard,
 4 cm off it), narrow passages and a third dimension.
 
-v3 added ``jacobian``, ``solve_linear`` and ``calculate``; instances and rewards are
-those of v2. v2's expert solved inverse kinematics privately (with the hidden solution as
-fallback) and narrated the result; v3's expert iterates visible damped least-squares
-steps from a simple start pose (see :mod:`.expert`). Choosing that start is the one
-place it uses privileged knowledge (it rehearses the search privately from a few simple
-poses near the hidden solution and plays the quickest); the numbers it sends are all
-visible.
+v4 added ``dls_step`` (instances and rewards are those of v2 and v3; the prompt lists
+the new tool) and its expert iterates with it instead of ``solve_linear`` plus mental
+arithmetic. v3 added ``jacobian``, ``solve_linear`` and ``calculate``. v2's expert solved
+inverse kinematics privately (with the hidden solution as fallback) and narrated the
+result; v3's and v4's experts iterate visible damped least-squares steps from a simple
+start pose (see :mod:`.expert`). Choosing that start is the one place they use privileged
+knowledge (the expert rehearses the search privately from a few simple poses near the
+hidden solution and plays the quickest); the numbers it sends are all visible.
 
 v1 paid 0.15 for any collision-free answer anywhere and partial reach credit far from
 the target (the straight pose earned 0.11-0.15, the best constant answer 0.19).

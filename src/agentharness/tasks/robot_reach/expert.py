@@ -1,28 +1,30 @@
 """The scripted expert: inverse kinematics in the open, one damped least-squares step at a time.
 
-Every step is two visible tool calls: ``jacobian(q)`` reports the end effector's offset
-to the target, its Jacobian (metres per degree) and every link closer than 1 cm to an
-obstacle or another link (clearance, shortfall, gradient); ``solve_linear`` then solves
+Every step is one visible ``dls_step(q, damping)`` call. The tool solves
 
     [ jacobian        ]        [ offset_to_target ]
     [ 3 x gradient_k  ]  dq =  [ 3 x shortfall_k  ]
     [ damping x I     ]        [ 0                ]
 
-by least squares, and the next angles are ``q + dq`` (each joint kept within its limits,
-where the limit itself is sent). This is Levenberg-Marquardt with its bookkeeping in
-view: a step that lowers ``|offset|^2 + sum (3 x shortfall)^2`` is kept and the damping
-divided by 10; a worse one is dropped (the next step starts from the kept angles) and the
-damping multiplied by 10, as is a step of more than 30 degrees. Once the end effector is
-within half the tolerance and nothing collides, the angles are submitted.
+by least squares at ``q`` and reports the new angles (``q + dq`` within the limits) with
+``cost_before`` and ``cost_after`` (``|offset|^2 + sum (3 x shortfall)^2``). This is
+Levenberg-Marquardt with its bookkeeping in view: a step that lowers the cost (and moves
+no joint more than 30 degrees) is kept, and the next step starts from the new angles the
+tool reported, with the damping divided by 10; a worse one is dropped (the next step
+starts again from the kept angles) and the damping multiplied by 10. Once the kept angles
+are within half the tolerance and collision-free, they are submitted. Every angle the
+expert sends is one a tool reported (or the start), copied, never computed in its head:
+v3's expert added ``solve_linear``'s step to the angles itself, which a small model
+imitating it could not do.
 
 The start is one of a few simple poses stated as visible numbers: the rest pose from the
 prompt, the straight pose, or each joint at 0, half its limit or its limit. Choosing the
 start is where the expert plans with privileged knowledge: it runs the search privately
 from the rest pose, the straight pose and the ten such grid poses nearest the hidden
 solution, and plays the one that reaches the target in the fewest calls. Every number it
-sends is one it read in the conversation (or one step of arithmetic on such numbers);
+sends is one it read in the conversation (or a damping a power of ten from the last);
 nothing is copied from the hidden solution, and there is no hidden fallback: when no start
-converges it submits the best angles its search found.
+converges it submits the closest collision-free angles its search found.
 
 It reads its own calls' results from ``messages`` (matched by call id), so random calls
 interleaved by a noisy agent do not derail it; a failed call is repeated.
@@ -36,20 +38,18 @@ from typing import Any
 
 import numpy as np
 
-from agentharness.core.calculator import least_squares
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
 from agentharness.tasks.robot_reach.problem import Hidden, Public
 from agentharness.tasks.robot_reach.simulator import scene_from_public
-from agentharness.tasks.robot_reach.tools import DEFAULT_MARGIN, jacobian_report
+from agentharness.tasks.robot_reach.tools import DEFAULT_MARGIN, dls_step_report, jacobian_report
 
-DAMPING = 0.01  # the damping the jacobian tool's description suggests
+DAMPING = 0.01  # the damping the dls_step tool defaults to
 MIN_DAMPING = 0.0001
 MAX_DAMPING = 100.0
-CLEARANCE_WEIGHT = 3
 MAX_STEP_DEG = 30.0
 # The search's own calls, the final answer included (the interaction allows 60).
-MAX_CALLS = 30
+MAX_CALLS = 24
 # Grid starts tried privately besides the rest and the straight pose.
 GRID_STARTS = 10
 RETRIES = 3
@@ -58,18 +58,12 @@ Call = tuple[str, dict[str, Any], str]  # tool name, arguments, what the expert 
 Search = Generator[Call, dict[str, Any], None]
 
 
-def _cost(report: dict[str, Any]) -> float:
-    offset = np.asarray(report["offset_to_target"], dtype=float)
-    short = np.asarray([c["shortfall"] for c in report["near_contacts"]], dtype=float)
-    return float(offset @ offset + (CLEARANCE_WEIGHT * short) @ (CLEARANCE_WEIGHT * short))
-
-
 def _fmt(q: list[float]) -> str:
-    return "[" + ", ".join(f"{x:.2f}" for x in q) + "]"
+    return "[" + ", ".join(f"{x:g}" for x in q) + "]"
 
 
 class RobotReachExpert:
-    """Damped least squares through the ``jacobian`` and ``solve_linear`` tools."""
+    """Damped least squares through the ``dls_step`` tool."""
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
@@ -88,99 +82,73 @@ class RobotReachExpert:
 
     def _search(self, start: list[float], why: str) -> Search:
         """The calls of one search from ``start``; each yield receives that call's result."""
-        calls = 1
-        q = start
-        report = yield (
-            "jacobian",
-            {"joint_angles": q},
-            f"{why} I ask for the Jacobian there: how the end effector and any link within "
-            f"{DEFAULT_MARGIN:g} m of an obstacle move per degree of each joint.",
-        )
-        kept_q, kept, cost = q, report, _cost(report)
-        # The closest collision-free angles seen: the answer if the search gives up.
-        free = (q, report) if report["collision_free"] else None
         damping = DAMPING
+        step = yield (
+            "dls_step",
+            {"joint_angles": start, "damping": damping},
+            f"{why} I take a damped least-squares step from there (damping {damping:g}).",
+        )
+        calls = 1
+        kept_q, cost = start, float(step["cost_before"])
+        kept: dict[str, Any] | None = None  # the step that reached kept_q, if one did
+        # The closest collision-free angles seen: the answer if the search gives up.
+        free: dict[str, Any] | None = None
         while True:
-            if kept["distance_to_target"] <= self.tol / 2 and kept["collision_free"]:
+            if step["collision_free"] and (
+                free is None or step["distance_to_target"] < free["distance_to_target"]
+            ):
+                free = step
+            too_long = step["largest_step_deg"] > MAX_STEP_DEG
+            if not too_long and step["cost_after"] < cost:
+                note = (
+                    f"The cost fell from {cost:g} to {step['cost_after']:g} "
+                    f"({step['distance_to_target']:g} m from the target): I keep the new angles"
+                )
+                kept_q, cost, kept = step["joint_angles"], float(step["cost_after"]), step
+                damping = max(damping / 10, MIN_DAMPING)
+            else:
+                why_not = (
+                    f"The step moves a joint {step['largest_step_deg']:g} degrees, more than "
+                    f"{MAX_STEP_DEG:g}"
+                    if too_long
+                    else f"The cost rose from {cost:g} to {step['cost_after']:g}"
+                )
+                note = f"{why_not}: I keep the angles {_fmt(kept_q)}"
+                damping *= 10
+            if (
+                kept is not None
+                and kept["distance_to_target"] <= self.tol / 2
+                and kept["collision_free"]
+            ):
                 clear = kept["min_clearance"]
                 yield (
                     "submit_angles",
                     {"joint_angles": kept_q},
-                    f"The end effector is {kept['distance_to_target']:g} m from the target "
+                    f"{note}. They are {kept['distance_to_target']:g} m from the target "
                     f"(tolerance {self.tol:g} m) and "
                     + (
                         "there is nothing to collide with"
                         if clear is None
                         else f"the smallest clearance is {clear:g} m, so nothing collides"
                     )
-                    + ": I submit these angles.",
+                    + ": I submit them.",
                 )
                 return
-            if calls + 3 > MAX_CALLS or damping > MAX_DAMPING:
-                best_q, best = free if free is not None else (kept_q, kept)
+            if calls + 2 > MAX_CALLS or damping > MAX_DAMPING:
+                best = free if free is not None else step
                 yield (
                     "submit_angles",
-                    {"joint_angles": best_q},
+                    {"joint_angles": best["joint_angles"]},
                     "The search is not getting closer, so I submit the closest collision-free "
                     f"angles it found ({best['distance_to_target']:g} m from the target).",
                 )
                 return
-            a, b = self._system(kept, damping)
-            near = len(kept["near_contacts"])
-            pushing = (
-                f" with {near} row(s) pushing the link(s) within {DEFAULT_MARGIN:g} m of a contact "
-                f"out (gradient and shortfall times {CLEARANCE_WEIGHT}),"
-                if near
-                else ","
-            )
-            solved = yield (
-                "solve_linear",
-                {"a": a, "b": b},
-                f"The end effector is {kept['distance_to_target']:g} m from the target. I solve "
-                f"for a damped least-squares step: jacobian x dq = offset_to_target{pushing} and "
-                f"damping {damping:g} on each joint.",
+            step = yield (
+                "dls_step",
+                {"joint_angles": kept_q, "damping": damping},
+                f"{note} and step again from them with damping {damping:g}.",
             )
             calls += 1
-            dq = [float(x) for x in solved["x"]]
-            if max(abs(x) for x in dq) > MAX_STEP_DEG:
-                damping *= 10
-                continue
-            q = [
-                lo if x + d < lo else hi if x + d > hi else x + d
-                for x, d, lo, hi in zip(kept_q, dq, self.lower, self.upper, strict=True)
-            ]
-            clamped = any(x + d != y for x, d, y in zip(kept_q, dq, q, strict=True))
-            report = yield (
-                "jacobian",
-                {"joint_angles": q},
-                f"Adding the step gives the angles {_fmt(q)}"
-                + (" (held at a joint limit)" if clamped else "")
-                + "; I check there.",
-            )
-            calls += 1
-            if report["collision_free"] and (
-                free is None or report["distance_to_target"] < free[1]["distance_to_target"]
-            ):
-                free = (q, report)
-            new_cost = _cost(report)
-            if new_cost < cost:
-                kept_q, kept, cost = q, report, new_cost
-                damping = max(damping / 10, MIN_DAMPING)
-            else:
-                damping *= 10
-
-    def _system(
-        self, report: dict[str, Any], damping: float
-    ) -> tuple[list[list[float]], list[float]]:
-        a = [list(row) for row in report["jacobian"]]
-        b = list(report["offset_to_target"])
-        for c in report["near_contacts"]:
-            a.append([CLEARANCE_WEIGHT * g for g in c["gradient"]])
-            b.append(CLEARANCE_WEIGHT * c["shortfall"])
-        for j in range(self.n):
-            a.append([damping if k == j else 0.0 for k in range(self.n)])
-            b.append(0.0)
-        return a, b
 
     # -- planning: which start --------------------------------------------------------------
 
@@ -220,11 +188,9 @@ class RobotReachExpert:
         return calls, bool(solved), float(report["distance_to_target"])
 
     def _answer(self, call: Call) -> dict[str, Any]:
-        name, args, _ = call
-        if name == "jacobian":
-            q = np.asarray(args["joint_angles"], dtype=float)
-            return jacobian_report(self.scene, q, DEFAULT_MARGIN, self.public.dims)[1]
-        return least_squares(args["a"], args["b"])
+        _, args, _ = call
+        q = np.asarray(args["joint_angles"], dtype=float)
+        return dls_step_report(self.scene, q, args["damping"], self.public.dims)
 
     def _plan(self) -> Search:
         best: tuple[tuple[bool, int, float], list[float], str] | None = None

@@ -3,7 +3,9 @@
 ``forward_kinematics``, ``check_collision`` and ``jacobian`` evaluate configurations of
 the arm; ``submit_angles`` answers. ``calculate`` and ``solve_linear`` (from
 :class:`~agentharness.core.calculator.CalculatorWorld`) compute on numbers the agent
-passes in, e.g. a damped least-squares step from a ``jacobian`` report.
+passes in, e.g. a damped least-squares step from a ``jacobian`` report. ``dls_step``
+(v4) takes that whole step in one call and reports the angles it reaches, so a policy
+iterates by copying numbers it was shown rather than by adding them up.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Field
 
-from agentharness.core.calculator import CalculatorWorld
+from agentharness.core.calculator import CalculatorWorld, least_squares, significant
 from agentharness.core.instance import Instance
 from agentharness.core.tools import ToolError, ToolResult, tool
 from agentharness.tasks.robot_reach.problem import Public
@@ -34,6 +36,9 @@ JointAngles = Annotated[list[Angle], Field(min_length=1, max_length=MAX_JOINTS)]
 Margin = Annotated[float, Field(ge=0.0, le=1.0)]
 # The jacobian tool's default margin: contacts closer than this are reported.
 DEFAULT_MARGIN = 0.01
+Damping = Annotated[float, Field(gt=0.0, le=1000.0)]
+# A damped least-squares step weighs each near contact's clearance row this much.
+CLEARANCE_WEIGHT = 3
 
 
 def _r(x: float, nd: int = 4) -> float:
@@ -75,6 +80,65 @@ def jacobian_report(
         "collision_free": lin.min_clearance >= 0.0,
     }
     return lin, out
+
+
+def reach_cost(report: dict[str, Any]) -> float:
+    """What a damped least-squares step lowers: |offset|^2 + sum (3 x shortfall)^2."""
+    offset = np.asarray(report["offset_to_target"], dtype=float)
+    short = CLEARANCE_WEIGHT * np.asarray(
+        [c["shortfall"] for c in report["near_contacts"]], dtype=float
+    )
+    return float(offset @ offset + short @ short)
+
+
+def dls_system(report: dict[str, Any], damping: float) -> tuple[list[list[float]], list[float]]:
+    """The least-squares system of one damped step from a ``jacobian`` report.
+
+    Rows: the Jacobian (right-hand side the offset to the target), each near contact's
+    gradient times :data:`CLEARANCE_WEIGHT` (its shortfall, likewise), and ``damping`` on
+    each joint's diagonal (0).
+    """
+    a = [list(row) for row in report["jacobian"]]
+    b = list(report["offset_to_target"])
+    for c in report["near_contacts"]:
+        a.append([CLEARANCE_WEIGHT * g for g in c["gradient"]])
+        b.append(CLEARANCE_WEIGHT * c["shortfall"])
+    n = len(a[0])
+    for j in range(n):
+        a.append([damping if k == j else 0.0 for k in range(n)])
+        b.append(0.0)
+    return a, b
+
+
+def dls_step_report(scene: Scene, q: np.ndarray, damping: float, dims: int) -> dict[str, Any]:
+    """What the ``dls_step`` tool reports: one damped least-squares step from ``q`` (degrees).
+
+    The new angles are ``q + step`` kept within the joint limits and rounded to 4 decimals
+    (as reported; the report at them is of exactly those numbers).
+    """
+    _, here = jacobian_report(scene, q, DEFAULT_MARGIN, dims)
+    step = np.asarray(least_squares(*dls_system(here, damping))["x"], dtype=float)
+    arm = scene.arm
+    raw = q + step
+    new = np.round(np.clip(raw, np.asarray(arm.lower_deg), np.asarray(arm.upper_deg)), 4)
+    _, there = jacobian_report(scene, new, DEFAULT_MARGIN, dims)
+    before, after = reach_cost(here), reach_cost(there)
+    return {
+        "from_angles": [_r(x) for x in q],
+        "damping": damping,
+        "step": [_r(x) for x in step],
+        "largest_step_deg": _r(float(np.max(np.abs(step))), 3),
+        "held_at_limit": bool(np.any(raw < arm.lower_deg) or np.any(raw > arm.upper_deg)),
+        "joint_angles": [float(x) for x in new],
+        "cost_before": significant(before),
+        "cost_after": significant(after),
+        "improved": after < before,
+        "distance_to_target": there["distance_to_target"],
+        "tolerance": there["tolerance"],
+        "within_tolerance": there["within_tolerance"],
+        "min_clearance": there["min_clearance"],
+        "collision_free": there["collision_free"],
+    }
 
 
 class RobotReachWorld(CalculatorWorld):
@@ -221,6 +285,30 @@ class RobotReachWorld(CalculatorWorld):
         if self.best is None or lin.distance < self.best[0]:
             self.best = (lin.distance, [float(x) for x in q])
         return ToolResult(text=json.dumps(out), data=out, metrics={"distance": lin.distance})
+
+    @tool
+    def dls_step(self, joint_angles: JointAngles, damping: Damping = 0.01) -> ToolResult:
+        """One damped least-squares (Levenberg-Marquardt) step toward the target.
+
+        Builds the system the jacobian tool describes at joint_angles (its rows, each link
+        closer than 0.01 m to a contact pushed out with weight 3, `damping` on each joint)
+        and solves it. Returns the step (degrees), the new `joint_angles` (old + step, kept
+        within the limits), `cost_before` and `cost_after` (|offset|^2 + sum of (3 x
+        shortfall)^2; lower is better), `improved`, and the distance to the target, the
+        minimum clearance and whether the arm is collision-free at the new angles. It does
+        not decide anything: keep the new angles only if they improved (then a smaller
+        damping, e.g. a tenth), otherwise retry from the old angles with a larger one.
+
+        Args:
+            joint_angles: one angle in degrees per joint, base to tip, each within its limits.
+            damping: how strongly the step is held back (larger: shorter, safer steps).
+        """
+        q, _ = self._evaluate(joint_angles)
+        out = dls_step_report(self.scene, q, damping, self.dims)
+        distance = float(out["distance_to_target"])
+        if self.best is None or distance < self.best[0]:
+            self.best = (distance, list(out["joint_angles"]))
+        return ToolResult(text=json.dumps(out), data=out, metrics={"distance": distance})
 
     @tool(final=True)
     def submit_angles(self, joint_angles: JointAngles) -> ToolResult:
