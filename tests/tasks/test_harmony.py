@@ -14,6 +14,7 @@ from agentharness.core.messages import Message, ToolOutcome, tool_message
 from agentharness.core.registry import episode_for, get_task
 from agentharness.core.reward import Reward
 from agentharness.core.task import TaskConfigError
+from agentharness.imitability import unsourced_numbers
 from agentharness.tasks.harmony import reward as repair_reward
 from agentharness.tasks.harmony import simulator
 from agentharness.tasks.harmony.problem import Hidden, Public
@@ -66,7 +67,9 @@ def test_problem_models_read_and_dump_the_instance_data_exactly() -> None:
     for difficulty in ("easy", "medium", "hard"):
         inst = _instance(1, difficulty)
         for model, data in ((Public, inst.public), (Hidden, inst.hidden)):
-            assert json.dumps(model.model_validate(data).model_dump(mode="json")) == json.dumps(data)
+            assert json.dumps(model.model_validate(data).model_dump(mode="json")) == json.dumps(
+                data
+            )
         pub = inst.public_as(Public)
         assert pub is inst.public_as(Public)  # validated once per instance
         assert pub.given.as_dict() == inst.public["given"]
@@ -99,7 +102,8 @@ def test_hidden_solution_is_valid_and_injections_are_detected(difficulty: str) -
         for inj in inst.hidden["injected"]:
             kinds = simulator.INJECT_KINDS[inj["error_type"]]
             assert any(
-                x.kind in kinds and inj["voice"] in x.voices
+                x.kind in kinds
+                and inj["voice"] in x.voices
                 and x.chord in (inj["chord"] - 1, inj["chord"])
                 for x in report.issues
             ), inj
@@ -532,9 +536,7 @@ def test_no_single_hold_repairs_an_exercise() -> None:
             assert simulator.hold_repairs(given, _chords(inst)) == []
             for inj in inst.hidden["injected"]:  # no altered note was a held one
                 i, k = inj["chord"], VOICES.index(inj["voice"])
-                assert all(
-                    sol[j][k] != sol[i][k] for j in (i - 1, i + 1) if 0 <= j < len(sol)
-                )
+                assert all(sol[j][k] != sol[i][k] for j in (i - 1, i + 1) if 0 <= j < len(sol))
 
 
 def test_exercises_do_not_repeat() -> None:
@@ -564,8 +566,87 @@ def test_expert_solves(difficulty: str) -> None:
         r = ep.reward()
         assert ep.end_reason == "answered" and r.success
         assert r.total >= SPEC.solved_threshold
-        # the expert never reads the hidden solution, and acts in three turns
-        assert ep.turns == 3
+        # check, one note_options per changed note, check, submit; every new note is one
+        # a note_options call listed for that position.
+        names = [c.name for c in ep.tool_calls]
+        changed = names.count("note_options")
+        assert names == [
+            "check_harmony",
+            *["note_options"] * changed,
+            "check_harmony",
+            "submit_voices",
+        ]
+        assert 1 <= changed <= int(inst.public["n_altered"]) and ep.turns == changed + 3
+        answer = ep.tool_calls[-1].arguments["voices"]
+        for c in ep.tool_calls[1:-2]:
+            chord, voice = c.arguments["chord"], c.arguments["voice"]
+            if answer[voice][chord - 1] != c.arguments["voices"][voice][chord - 1]:
+                assert answer[voice][chord - 1] in [o["note"] for o in c.data["options"]]
+        assert list(unsourced_numbers(ep.messages, ep.tools)) == []
+
+
+def test_on_easy_the_experts_new_note_is_mostly_the_best_option_listed() -> None:
+    best = 0
+    for seed in range(10):
+        ep = run_expert(_instance(seed, "easy"))
+        (options,) = [c for c in ep.tool_calls if c.name == "note_options"]
+        chord, voice = options.arguments["chord"], options.arguments["voice"]
+        new = ep.tool_calls[-1].arguments["voices"][voice][chord - 1]
+        best += new == options.data["options"][0]["note"]
+        assert options.data["options"][0]["errors"] == 0
+    assert best >= 9
+
+
+def test_note_options_lists_chord_tones_with_the_errors_each_leaves() -> None:
+    inst = _instance(0, "easy")
+    pub = inst.public_as(Public)
+    chords = pub.chord_infos()
+    given = inst.public["given"]
+    ep = episode_for(inst)
+    reply = step_call(ep, "note_options", {"voices": given, "chord": 2, "voice": "tenor"})
+    assert reply.outcome is not None and not reply.outcome.is_error, reply.text
+    data = reply.outcome.data
+    assert data["chord"] == 2 and data["voice"] == "tenor" and data["now"] == given["tenor"][1]
+    options = data["options"]
+    lo, hi = simulator.RANGES[2]
+    assert options and all(
+        lo <= simulator.parse_pitch(o["note"]) <= hi
+        and simulator.parse_pitch(o["note"]) % 12 in chords[1].pcs
+        for o in options
+    )
+    # Each count is what check_harmony says of the voices with that note, best first.
+    for o in options[:3]:
+        trial = json.loads(json.dumps(given))
+        trial["tenor"][1] = o["note"]
+        check = step_call(ep, "check_harmony", {"voices": trial}, "c2").outcome
+        assert check is not None
+        assert (check.data["errors"], check.data["warnings"]) == (o["errors"], o["warnings"])
+    keys = [(o["errors"], o["warnings"]) for o in options]
+    assert keys == sorted(keys)
+    assert sum(o["current"] for o in options) <= 1
+    # The bass may only sound the chord's bass note.
+    bass = step_call(ep, "note_options", {"voices": given, "chord": 1, "voice": "bass"}, "c3")
+    assert bass.outcome is not None
+    assert {simulator.parse_pitch(o["note"]) % 12 for o in bass.outcome.data["options"]} == {
+        chords[0].bass_pc
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ({"chord": 9, "voice": "alto"}, "chord 9 does not exist"),
+        ({"chord": 0, "voice": "alto"}, "greater than or equal to 1"),
+        ({"chord": 1, "voice": "baritone"}, "soprano"),
+        ({"chord": 1}, "voice"),
+    ],
+)
+def test_note_options_rejects_bad_positions(args: dict[str, object], needle: str) -> None:
+    inst = _instance(0, "easy")
+    ep = episode_for(inst)
+    bad = step_call(ep, "note_options", {"voices": inst.public["given"], **args})
+    assert bad.outcome is not None and bad.outcome.is_error and needle in bad.text, bad.text
+    assert not ep.done
 
 
 def test_expert_reads_the_outcome_of_its_checks() -> None:

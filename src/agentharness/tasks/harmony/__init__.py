@@ -19,9 +19,17 @@ tones) and freezing a voice at each reported parallel earn nothing, and a fixed 
 The generator draws a realization of the progression at random (many realizations per
 progression, so exercises rarely repeat), injects the errors without ever altering a
 note the realization holds from a neighbouring chord, rejects exercises that one held
-note repairs, and keeps the correct realization as hidden truth; the expert repairs
-by minimal-change search. v1 paid about 0.4 for any answer without parallels and 0.85
-on easy for freezing voices.
+note repairs, and keeps the correct realization as hidden truth.
+
+``note_options`` (v3) lists, for one chord and voice, every note the voice could sing
+there with the errors and warnings the voices would have with it. The expert plans a
+minimal-change repair (dynamic programming over the chords) and then makes each change
+in the open: it asks ``note_options`` for that position and takes the new note from the
+list, in an order where each is the best option listed whenever there is one (on easy,
+one altered note, 19 of 20 exercises). v2's expert named the new notes from its private
+search, which SmolLM2-135M trained on its trajectories could not imitate; v3's instances
+and rewards are v2's, with the new tool in the prompt. v1 paid about 0.4 for any answer
+without parallels and 0.85 on easy for freezing voices.
 """
 
 from agentharness.tasks.harmony.task import TASK

@@ -108,9 +108,7 @@ class HarmonyGenerator:
             solution = simulator.sample_realization(chords, leading, rng)
             if solution is None or not _verified(solution, chords):
                 continue
-            injected = simulator.inject(
-                chords, solution, config.n_errors, config.error_types, rng
-            )
+            injected = simulator.inject(chords, solution, config.n_errors, config.error_types, rng)
             if injected is None:
                 continue
             given, injections = injected
@@ -189,6 +187,9 @@ class HarmonyGenerator:
             "- check_harmony(voices): checks a full set of voices and lists every error and "
             "warning by position, with counts, and how many notes differ from the given "
             "voices.\n"
+            "- note_options(voices, chord, voice): every note that voice could sing at that "
+            "chord (numbered from 1), with the errors and warnings the voices would have with "
+            "it, fewest errors first.\n"
             "- submit_voices(voices): your final answer; it ends the episode.\n\n"
             'Answer format: voices = {"soprano": [...], "alto": [...], "tenor": [...], '
             f'"bass": [...]}}, each a list of {n} pitch names such as "F#4" or "Bb3".\n'

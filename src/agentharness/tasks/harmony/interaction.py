@@ -7,7 +7,8 @@ from agentharness.core.messages import Message
 from agentharness.core.task import Budgets, Interaction
 from agentharness.tasks.harmony.tools import HarmonyWorld
 
-# Checking, fixing and re-checking a few times fits easily; the expert needs three turns.
+# Checking, asking for options and re-checking fit easily; the expert needs 4 turns on
+# easy (one altered note) and about 8 on hard.
 BUDGETS = Budgets(
     max_turns=16,
     max_tool_calls=30,
@@ -34,8 +35,9 @@ class HarmonyInteraction(Interaction[HarmonyWorld]):
             return (
                 f"You did not call a tool. Your last checked voices still have {errors} "
                 f"error(s), {parallels} of them parallel fifths/octaves (which score 0). Change "
-                "the notes named in the report to other tones of the same chord, check again "
-                "with check_harmony, then call submit_voices."
+                "the notes named in the report to other tones of the same chord "
+                "(note_options(voices, chord, voice) lists them with the errors each leaves), "
+                "check again with check_harmony, then call submit_voices."
             )
         return (
             "You did not call a tool, so nothing happened. Start by calling check_harmony with "

@@ -262,9 +262,7 @@ def _local_issue(i: int, f: Fault, v: Voicing, names: Sequence[str], chord: Chor
     kind, p, q = f
     if kind == "out_of_range":
         side = "below" if v[p] < RANGES[p][0] else "above"
-        msg = (
-            f"{names[p]} is {side} the {VOICES[p]} range {RANGE_NAMES[p][0]}-{RANGE_NAMES[p][1]}"
-        )
+        msg = f"{names[p]} is {side} the {VOICES[p]} range {RANGE_NAMES[p][0]}-{RANGE_NAMES[p][1]}"
         return Issue(kind, i, (VOICES[p],), msg)
     if kind == "voice_crossing":
         msg = (
@@ -566,9 +564,7 @@ def _held(real: Sequence[Voicing], i: int, k: int) -> bool:
     )
 
 
-def hold_repairs(
-    given: Sequence[Voicing], chords: Sequence[ChordInfo]
-) -> list[list[Voicing]]:
+def hold_repairs(given: Sequence[Voicing], chords: Sequence[ChordInfo]) -> list[list[Voicing]]:
     """Every realization made from ``given`` by one *hold*: a note replaced by the same
     voice's note in the previous or next chord (what freezing a voice at a reported
     parallel does), that has no error at all."""

@@ -1,8 +1,14 @@
-"""Layer 2: the per-episode exercise and the tools that check and submit voices."""
+"""Layer 2: the per-episode exercise and the tools that check and submit voices.
+
+``check_harmony`` reports every broken rule; ``note_options`` (v3) lists what one voice
+could sing at one chord and how many errors and warnings the voices would have with it,
+so a repair is chosen from numbers the agent was shown, not from a search in its head.
+``submit_voices`` answers.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +22,8 @@ MAX_LISTED = 30  # issues listed per report; the counts cover all of them
 
 Note = Annotated[str, Field(min_length=1, max_length=8, description="pitch name, e.g. 'F#4'")]
 Line = Annotated[list[Note], Field(min_length=1, max_length=32)]
+ChordNumber = Annotated[int, Field(ge=1, le=32, description="chord number, from 1")]
+VoiceName = Literal["soprano", "alto", "tenor", "bass"]
 
 
 class Voices(BaseModel):
@@ -142,6 +150,40 @@ class HarmonyWorld(World):
             },
         )
 
+    @tool
+    def note_options(self, voices: Voices, chord: ChordNumber, voice: VoiceName) -> ToolResult:
+        """What one voice could sing at one chord, and how the voices fare with each note.
+
+        For every tone of the chord in the voice's range (the bass: the chord's bass note),
+        the number of errors and warnings the four voices would have with only that note
+        changed, fewest errors first (then fewest warnings, then the smallest move). The
+        note the voice sings now is marked.
+
+        Args:
+            voices: {"soprano": [...], "alto": [...], "tenor": [...], "bass": [...]}, one
+                pitch name per chord in each list, e.g. "F#4" or "Bb3".
+            chord: the chord's number, from 1.
+            voice: "soprano", "alto", "tenor" or "bass".
+        """
+        real, _ = parse_voices(voices.model_dump(), self.n_chords)
+        if chord > self.n_chords:
+            raise ToolError(
+                f"chord {chord} does not exist: the progression has {self.n_chords} chords "
+                f"(number them 1-{self.n_chords})"
+            )
+        options = note_options(real, self.chords, chord - 1, VOICES.index(voice))
+        now = voices.model_dump()[voice][chord - 1]
+        listed = [
+            f"- {o['note']}: {o['errors']} error(s), {o['warnings']} warning(s)"
+            + (" (now)" if o["current"] else "")
+            for o in options
+        ]
+        head = f"Chord {chord} ({self.figures[chord - 1]}), {voice} (now {now}):"
+        return ToolResult(
+            text="\n".join([head, *listed]),
+            data={"chord": chord, "voice": voice, "now": now, "options": options},
+        )
+
     @tool(final=True)
     def submit_voices(self, voices: Voices) -> ToolResult:
         """Submit the corrected voices as your final answer; this ends the episode.
@@ -160,6 +202,31 @@ class HarmonyWorld(World):
             data=_counts(report, changed),
             metrics={"errors": float(len(report.errors)), "changed": float(len(changed))},
         )
+
+
+def note_options(
+    real: list[Voicing], chords: list[simulator.ChordInfo], i: int, k: int
+) -> list[dict[str, Any]]:
+    """Every note voice ``k`` may sing at chord ``i`` (0-based), with the errors and warnings
+    of ``real`` with only that note changed, best first (ties: the smaller move)."""
+    rows: list[tuple[int, int, int, int]] = []
+    for m in simulator.voice_candidates(k, chords[i]):
+        trial = list(real)
+        notes = list(trial[i])
+        notes[k] = m
+        trial[i] = (notes[0], notes[1], notes[2], notes[3])
+        errors, warnings = simulator.fault_count(trial, chords)
+        rows.append((errors, warnings, abs(m - real[i][k]), m))
+    rows.sort()
+    return [
+        {
+            "note": simulator.spell(m, chords[i].tones),
+            "errors": errors,
+            "warnings": warnings,
+            "current": m == real[i][k],
+        }
+        for errors, warnings, _, m in rows
+    ]
 
 
 # -- the results as data (``ToolResult.data``; chords numbered from 1, as in the text) --
