@@ -16,9 +16,9 @@ BOOTCAMP=${BOOTCAMP:-bootcamp}
 PYTHON=${PYTHON:-python}
 RESULTS=${RESULTS:-experiments/results}
 # task:turn budget:max new tokens per turn. The budgets fit the expert's own trajectories
-# at difficulty easy (harmony 3 turns, thermal 5, robot_reach 6, escape_room 11) plus one
-# turn of slack; the token caps are above the expert's longest turn (180, 121, 179, 41).
-TASK_SPECS=${TASK_SPECS:-"harmony-v2:4:192 thermal-v3:6:160 robot_reach-v3:7:192 escape_room-v1:12:64"}
+# at difficulty easy (harmony 4 turns, thermal 5, robot_reach 5, escape_room 11) plus one
+# turn of slack; the token caps are above the expert's longest turn (176, 121, 141, 41).
+TASK_SPECS=${TASK_SPECS:-"harmony-v3:5:192 thermal-v3:6:160 robot_reach-v4:6:160 escape_room-v1:12:64"}
 DIFFICULTY=${DIFFICULTY:-easy}
 N_HELD_OUT=${N_HELD_OUT:-20}        # held-out instances per task: seeds 0..N-1
 N_SYNTH=${N_SYNTH:-32}              # instances synthesized around the untuned model's failures
@@ -101,8 +101,11 @@ log "SFT data: $(wc -l < "$W/sft.jsonl") conversations"
 
 log "SFT: $SFT_STEPS steps"
 if [ ! -f "$W/models/sft/final/config.json" ]; then
+  # Checkpoints as it goes: an interrupted run continues from the last one.
+  resume=(); compgen -G "$W/models/sft/trainer/checkpoint-*" > /dev/null && resume=(--resume)
   $BOOTCAMP train sft --data "$W/sft.jsonl" --out "$W/models/sft" --max-steps "$SFT_STEPS" \
-    --lr "$SFT_LR" --warmup-steps "$SFT_WARMUP" --max-length "$SFT_MAX_LENGTH" --train-dtype "$TRAIN_DTYPE" --no-progress
+    --lr "$SFT_LR" --warmup-steps "$SFT_WARMUP" --max-length "$SFT_MAX_LENGTH" --train-dtype "$TRAIN_DTYPE" \
+    --save-steps 16 "${resume[@]}" --no-progress
 fi
 
 log "2/3 after SFT"
