@@ -10,7 +10,7 @@ from agentharness.core.parsing import answered_calls
 from agentharness.tasks.harmony import simulator
 from agentharness.tasks.harmony.problem import Public
 from agentharness.tasks.harmony.simulator import VOICES, Voicing
-from agentharness.tasks.harmony.tools import note_options
+from agentharness.tasks.harmony.tools import options_at
 
 # Orders of the changes tried when looking for one where each is its position's best option.
 MAX_ORDERS = 720
@@ -61,7 +61,7 @@ class HarmonyExpert:
         for order in itertools.islice(itertools.permutations(changes), MAX_ORDERS):
             real = list(self.given_real)
             for i, k in order:
-                best = note_options(real, self.chords, i, k)[0]
+                best = options_at(real, self.chords, i, k)[0]
                 if simulator.parse_pitch(best["note"]) != fixed[i][k]:
                     break
                 notes = list(real[i])

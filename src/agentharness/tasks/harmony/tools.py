@@ -171,7 +171,7 @@ class HarmonyWorld(World):
                 f"chord {chord} does not exist: the progression has {self.n_chords} chords "
                 f"(number them 1-{self.n_chords})"
             )
-        options = note_options(real, self.chords, chord - 1, VOICES.index(voice))
+        options = options_at(real, self.chords, chord - 1, VOICES.index(voice))
         now = voices.model_dump()[voice][chord - 1]
         listed = [
             f"- {o['note']}: {o['errors']} error(s), {o['warnings']} warning(s)"
@@ -204,7 +204,7 @@ class HarmonyWorld(World):
         )
 
 
-def note_options(
+def options_at(
     real: list[Voicing], chords: list[simulator.ChordInfo], i: int, k: int
 ) -> list[dict[str, Any]]:
     """Every note voice ``k`` may sing at chord ``i`` (0-based), with the errors and warnings
