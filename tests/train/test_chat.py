@@ -230,3 +230,9 @@ def test_cli_errors_are_clear(tmp_path: Path) -> None:
     data.write_text("{not json\n")
     r = runner.invoke(app, ["train", "sft", "--data", str(data), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2 and "not a JSON line" in r.output
+    # the project's own input errors say how to fix them, without an exception's name
+    data.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    r = runner.invoke(app, ["train", "sft", "--data", str(data), "--out", str(tmp_path / "o")])
+    (line,) = r.output.strip().splitlines()
+    assert r.exit_code == 2 and line.startswith("error: ") and "no assistant message" in line
+    assert "ValueError" not in line and "TrainInputError" not in line

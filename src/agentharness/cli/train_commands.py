@@ -59,17 +59,18 @@ def _train(action: Callable[[], T]) -> T:
     from agentharness.core.registry import UnknownTaskError
     from agentharness.core.task import TaskConfigError
     from agentharness.rollout.ray_backend import RayBackendError  # no ray import until used
+    from agentharness.train import TrainInputError
 
     try:
         return action()
-    except RayBackendError as e:
+    except (RayBackendError, TrainInputError) as e:
         raise fail(str(e)) from e
     except ModuleNotFoundError as e:
         raise fail(f"{e}; {TRAIN_HINT}") from e
     except (ValueError, TypeError, KeyError, FloatingPointError, AgentError) as e:
         if isinstance(e, UnknownTaskError | TaskConfigError):
             raise fail(str(e)) from e
-        raise fail(f"{type(e).__name__}: {e}") from e
+        raise fail(f"{type(e).__name__}: {e}") from e  # from a library: name where it came from
 
 
 def _check_trackers(report_to: list[str] | None) -> None:

@@ -23,6 +23,7 @@ from agentharness.agents.textformat import (
     with_tools_in_prompt,
 )
 from agentharness.core.messages import Message, coerce_message
+from agentharness.train import TrainInputError
 
 # The first line of the tool instructions: present when a system prompt already lists the tools.
 _TOOLS_MARKER = TOOL_INSTRUCTIONS.splitlines()[0]
@@ -30,7 +31,7 @@ _TOOLS_MARKER = TOOL_INSTRUCTIONS.splitlines()[0]
 ChatTurn = dict[str, str]
 
 
-class ChatTemplateError(ValueError):
+class ChatTemplateError(TrainInputError):
     """The tokenizer's chat template cannot be used for incremental (multi-turn) training."""
 
 
@@ -138,8 +139,8 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{lineno}: not a JSON line ({e.msg})") from e
+            raise TrainInputError(f"{path}:{lineno}: not a JSON line ({e.msg})") from e
         if not isinstance(row, dict):
-            raise ValueError(f"{path}:{lineno}: expected a JSON object per line")
+            raise TrainInputError(f"{path}:{lineno}: expected a JSON object per line")
         rows.append(row)
     return rows

@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from agentharness.train import TrainInputError
+
 ATTENTION = "agentharness_slots"
 _registered = False
 
@@ -365,7 +367,7 @@ def sampler(model: Any, dtype: str = "float32") -> Any:
     if dtype in ("float32", "fp32"):
         return model
     if dtype not in ("bfloat16", "bf16"):
-        raise ValueError(f"unknown sampling dtype {dtype!r}; choose float32 or bfloat16")
+        raise TrainInputError(f"unknown sampling dtype {dtype!r}; choose float32 or bfloat16")
     clone = copy.deepcopy(model)
     if hasattr(clone, "merge_and_unload"):
         clone = clone.merge_and_unload()

@@ -46,6 +46,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.registry import get_task, split_task_id
 from agentharness.core.task import Budgets
 from agentharness.store.instances import read_instances
+from agentharness.train import TrainInputError
 from agentharness.train.chat import ChatTemplateError, encode, plain_chat, render
 from agentharness.train.model import (
     finite_losses,
@@ -774,11 +775,11 @@ def train_grpo(
             raise TypeError(f"unknown GRPO option(s): {', '.join(sorted(unknown))}")
         opts = GRPOOptions(**{**asdict(opts), **overrides})
     if opts.num_generations < 2:
-        raise ValueError("GRPO needs num_generations >= 2 (advantages are relative within a group)")
+        raise TrainInputError("GRPO needs num_generations >= 2 (advantages are relative within a group)")
     if opts.rollout_dtype not in ("float32", "bfloat16"):
-        raise ValueError(f"rollout_dtype {opts.rollout_dtype!r}: choose float32 or bfloat16")
+        raise TrainInputError(f"rollout_dtype {opts.rollout_dtype!r}: choose float32 or bfloat16")
     if opts.train_dtype not in ("float32", "bfloat16"):
-        raise ValueError(f"train_dtype {opts.train_dtype!r}: choose float32 or bfloat16")
+        raise TrainInputError(f"train_dtype {opts.train_dtype!r}: choose float32 or bfloat16")
     rows = _training_rows(tasks, instances, data, opts)
     checkpoint = resume_checkpoint(out / "trainer", opts.resume)  # fail before loading a model
     steps = max_steps if max_steps is not None else math.ceil(len(rows) / opts.prompts_per_step)
@@ -900,12 +901,12 @@ def _training_rows(
     if data is not None:
         chosen = [i for i in read_problems(data) if not tasks or _matches(i.task, tasks)]
         if not chosen:
-            raise ValueError(f"{data} holds no instance of {', '.join(tasks)}")
+            raise TrainInputError(f"{data} holds no instance of {', '.join(tasks)}")
         return rl_rows(chosen)
     if instances:
         return rl_rows(instances)
     if not tasks:
-        raise ValueError("train_grpo needs tasks, instances or data")
+        raise TrainInputError("train_grpo needs tasks, instances or data")
     for t in tasks:
         spec = get_task(t)
         if spec.modality != "text":

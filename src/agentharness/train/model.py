@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentharness.agents.local import DEFAULT_MODEL, load_model
+from agentharness.train import TrainInputError
 
 
 def load_trainable(model: str | None = None) -> tuple[Any, Any]:
@@ -74,12 +75,12 @@ def shared_training_args(
     import torch
 
     if train_dtype not in ("float32", "bfloat16"):
-        raise ValueError(f"train_dtype {train_dtype!r}: choose float32 or bfloat16")
+        raise TrainInputError(f"train_dtype {train_dtype!r}: choose float32 or bfloat16")
     cuda = torch.cuda.is_available()
     saving: dict[str, Any] = {"save_strategy": "no"}
     if save_steps is not None:
         if save_steps < 1:
-            raise ValueError(f"save_steps must be at least 1, got {save_steps}")
+            raise TrainInputError(f"save_steps must be at least 1, got {save_steps}")
         saving = {"save_strategy": "steps", "save_steps": save_steps, "save_total_limit": 2}
     return {
         **saving,
@@ -109,7 +110,7 @@ def check_report_to(names: Sequence[str]) -> list[str]:
         return available
     missing = [n for n in wanted if n not in available]
     if missing:
-        raise ValueError(
+        raise TrainInputError(
             f"--report-to {', '.join(missing)}: no such tracker installed here (installed: "
             f"{', '.join(available) or 'none'}); install it, e.g. pip install tensorboard or trackio"
         )
@@ -125,7 +126,7 @@ def resume_checkpoint(trainer_dir: Path, resume: bool) -> str | None:
         key=lambda p: int(p.name.split("-")[-1]),
     )
     if not checkpoints:
-        raise ValueError(
+        raise TrainInputError(
             f"--resume: no checkpoint under {trainer_dir}; train with --save-steps N to write them"
         )
     return str(checkpoints[-1])

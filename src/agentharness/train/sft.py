@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentharness.train import TrainInputError
 from agentharness.train.chat import plain_chat, read_jsonl, to_messages, tokenize_chat
 from agentharness.train.model import (
     finite_losses,
@@ -57,30 +58,40 @@ class SFTOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def build_examples(
-    rows: list[dict[str, Any]], tokenizer: Any, *, source: str = "data"
-) -> list[dict[str, list[int]]]:
-    """Tokenized examples (``input_ids``, ``assistant_masks``) from SFT rows.
+def sft_chats(
+    rows: list[dict[str, Any]], *, source: str = "data"
+) -> list[tuple[list[dict[str, Any]], int]]:
+    """Each SFT row as a plain chat and the index of its first message trained on.
 
     Rows are whole conversations (``messages``) or per-turn rows (``prompt`` +
     ``completion``, from ``export_sft(per_turn=True)``), trained on their completion only.
-
-    A row without a ``messages`` list or without an assistant turn is an error naming it.
+    A row without a ``messages`` list or without an assistant turn is an error naming it
+    (checked before any model is loaded).
     """
-    examples = []
+    chats = []
     for i, row in enumerate(rows, 1):
         raw = row.get("messages")
         completion = row.get("completion")
         if raw is None and isinstance(row.get("prompt"), list) and isinstance(completion, list):
             raw = [*row["prompt"], *completion]  # a per-turn row: train on its completion only
         if not isinstance(raw, list) or not raw:
-            raise ValueError(f"{source}: row {i} has no 'messages' list (is this SFT data?)")
+            raise TrainInputError(f"{source}: row {i} has no 'messages' list (is this SFT data?)")
         chat = plain_chat(to_messages(raw), row.get("tools"))
         train_from = (
             len(chat) - len(completion) if row.get("messages") is None and completion else 0
         )
         if not any(t["role"] == "assistant" for t in chat[train_from:]):
-            raise ValueError(f"{source}: row {i} has no assistant message to learn from")
+            raise TrainInputError(f"{source}: row {i} has no assistant message to learn from")
+        chats.append((chat, train_from))
+    return chats
+
+
+def build_examples(
+    rows: list[dict[str, Any]], tokenizer: Any, *, source: str = "data"
+) -> list[dict[str, list[int]]]:
+    """Tokenized examples (``input_ids``, ``assistant_masks``) from SFT rows (:func:`sft_chats`)."""
+    examples = []
+    for chat, train_from in sft_chats(rows, source=source):
         ids, mask = tokenize_chat(tokenizer, chat, train_from=train_from)
         examples.append({"input_ids": ids, "assistant_masks": mask})
     return examples
@@ -110,12 +121,13 @@ def train_sft(
             raise TypeError(f"unknown SFT option(s): {', '.join(sorted(unknown))}")
         opts = SFTOptions(**{**asdict(opts), **overrides})
     if opts.truncation not in ("keep_start", "keep_end"):
-        raise ValueError(f"truncation must be keep_start or keep_end, not {opts.truncation!r}")
+        raise TrainInputError(f"truncation must be keep_start or keep_end, not {opts.truncation!r}")
     if not data.exists():
-        raise ValueError(f"SFT data {data} does not exist (write it with `bootcamp export sft`)")
+        raise TrainInputError(f"SFT data {data} does not exist (write it with `bootcamp export sft`)")
     rows = read_jsonl(data)
     if not rows:
-        raise ValueError(f"{data} holds no SFT rows")
+        raise TrainInputError(f"{data} holds no SFT rows")
+    sft_chats(rows, source=str(data))  # bad rows fail before a model is loaded
     checkpoint = resume_checkpoint(out / "trainer", opts.resume)  # fail before loading a model
 
     from datasets import Dataset
@@ -187,7 +199,7 @@ def _check_fits(examples: list[dict[str, list[int]]], max_length: int, truncatio
     cut = slice(None, max_length) if truncation == "keep_start" else slice(-max_length, None)
     if not any(1 in e["assistant_masks"][cut] for e in examples):
         longest = max(len(e["input_ids"]) for e in examples)
-        raise ValueError(
+        raise TrainInputError(
             f"with max_length={max_length} ({truncation}) no example keeps an assistant token "
             f"(examples are up to {longest} tokens); raise --max-length"
         )

@@ -39,6 +39,7 @@ from agentharness.core.messages import Message, ToolCall
 from agentharness.core.registry import episode_for, get_task, resolve_tasks
 from agentharness.core.task import Budgets, TaskSpec
 from agentharness.export.verl import verl_tool_schema
+from agentharness.train import TrainInputError
 
 _JSON_TYPES: dict[str, type] = {
     "string": str,
@@ -64,13 +65,13 @@ class TaskEnvironment:
         """Open a fresh episode on the row's ``instance``; the prompt comes from the dataset."""
         raw = row.get("instance")
         if raw is None:
-            raise ValueError(
+            raise TrainInputError(
                 "a TRL row needs 'instance' (the Instance JSON): build the dataset with "
                 "`bootcamp export rl --format trl`"
             )
         instance = raw if isinstance(raw, Instance) else Instance.model_validate_json(str(raw))
         if get_task(instance.task).id != self.spec.id:
-            raise ValueError(
+            raise TrainInputError(
                 f"a {instance.task} row reached the {self.spec.id} environment; pass every task of "
                 "the dataset to environment_factory (rows pick theirs by 'environment')"
             )
@@ -159,7 +160,7 @@ def environment_class(
     for schema in spec.world.tool_schemas():
         name = schema["function"]["name"]
         if name in _RESERVED or name.startswith("_") or not name.isidentifier():
-            raise ValueError(f"{spec.id}: a tool named {name!r} cannot be a TRL environment method")
+            raise TrainInputError(f"{spec.id}: a tool named {name!r} cannot be a TRL environment method")
         members[name] = _tool_method(schema)
     cls_name = "".join(part.title() for part in spec.name.split("_")) + "Environment"
     return type(cls_name, (TaskEnvironment,), members)
@@ -176,7 +177,7 @@ def environment_factory(
     """
     specs = resolve_tasks(tasks) if isinstance(tasks, str) else [get_task(t) for t in tasks]
     if not specs:
-        raise ValueError("no tasks given to environment_factory")
+        raise TrainInputError("no tasks given to environment_factory")
     classes = {s.id: environment_class(s, budgets) for s in specs}
     if len(classes) == 1:
         return next(iter(classes.values()))

@@ -60,6 +60,7 @@ from agentharness.core.episode import FORMAT_HINT, Episode
 from agentharness.core.instance import Instance
 from agentharness.core.messages import ImagePart, Message, ToolCall
 from agentharness.core.registry import episode_for
+from agentharness.train import TrainInputError
 
 INTERACTION_NAME = "agentharness"
 REWARD_FIELD = "agentharness_reward"
@@ -175,7 +176,7 @@ class _ToolImpl:
     def __init__(self, config: dict[str, Any], tool_schema: Any) -> None:
         self.config = dict(config or {})
         if tool_schema is None:
-            raise ValueError(
+            raise TrainInputError(
                 "AgentHarnessTool needs a tool_schema (written by `bootcamp export rl`)"
             )
         self.tool_schema = tool_schema
@@ -261,7 +262,7 @@ class _InteractionImpl:
         key = instance_id or str(uuid4())
         instance = kwargs.get("instance")
         if instance is None:
-            raise ValueError(
+            raise TrainInputError(
                 "interaction_kwargs need 'instance' (the Instance JSON); write the data with "
                 "`bootcamp export rl --format verl`"
             )
@@ -350,7 +351,7 @@ def compute_score(
         return {"score": float(live), "success": None, "replayed": False, "end_reason": "recorded"}
     raw = ground_truth or (info.get("interaction_kwargs") or {}).get("instance")
     if raw is None:
-        raise ValueError(
+        raise TrainInputError(
             f"{data_source}: no instance in ground_truth or extra_info to score against"
         )
     episode = replay(parse_instance(raw), solution_str)
