@@ -120,6 +120,7 @@ def test_shared_prompt_equals_the_per_row_pass(tmp_path: Path) -> None:
         "fallback_calls": 0,
         "prompt_passes": 1,
         "rows": 4,
+        "skipped_flat_batches": 0,
     }
     trainer.shared_prompt = False
     plain = logps_and_grads(trainer, ids, mask, keep)
@@ -274,6 +275,7 @@ def test_train_grpo_on_a_tiny_model_with_a_group_of_4(
         learning_rate=1e-3,
         train_dtype=train_dtype,
         shared_prompt=shared_prompt,
+        skip_flat_groups=False,  # the tiny model's groups all score 0: compute them anyway
         seed=2,
     )
     summary = json.loads((out / "train_summary.json").read_text())
@@ -282,7 +284,13 @@ def test_train_grpo_on_a_tiny_model_with_a_group_of_4(
     assert summary["options"]["train_dtype"] == train_dtype
     sharing = summary["prompt_sharing"]
     if shared_prompt:
-        assert sharing == {"shared_calls": 2, "fallback_calls": 0, "prompt_passes": 2, "rows": 8}
+        assert sharing == {
+            "shared_calls": 2,
+            "fallback_calls": 0,
+            "prompt_passes": 2,
+            "rows": 8,
+            "skipped_flat_batches": 0,
+        }
     else:
         assert sharing["shared_calls"] == 0 and sharing["fallback_calls"] == 8
     assert (out / "final" / "config.json").is_file()
@@ -307,6 +315,7 @@ def test_two_groups_per_step_share_each_prompt(tiny_checkpoint: Path, tmp_path: 
         max_new_tokens=8,
         max_completion_length=200,
         train_dtype="float32",
+        skip_flat_groups=False,
         seed=3,
     )
     summary = json.loads((out / "train_summary.json").read_text())
@@ -316,6 +325,35 @@ def test_two_groups_per_step_share_each_prompt(tiny_checkpoint: Path, tmp_path: 
     assert sharing["shared_calls"] == 2 and sharing["fallback_calls"] == 0
     assert sharing["rows"] == 8 and 2 <= sharing["prompt_passes"] <= 4
     assert len(list(RunDir(out / "rollouts").episodes())) == 8
+
+
+def test_train_grpo_skips_exactly_the_groups_whose_rewards_are_equal(
+    tiny_checkpoint: Path, tmp_path: Path
+) -> None:
+    from agentharness.train.grpo import train_grpo
+
+    out = tmp_path / "grpo"
+    train_grpo(
+        ["guess"],
+        out,
+        model=str(tiny_checkpoint),
+        max_steps=2,
+        n_instances=2,
+        num_generations=4,
+        max_turns=2,
+        max_new_tokens=8,
+        max_completion_length=200,
+        train_dtype="float32",
+        seed=2,
+    )
+    summary = json.loads((out / "train_summary.json").read_text())
+    totals = [record.reward.total for record in RunDir(out / "rollouts").episodes()]
+    groups = [totals[:4], totals[4:]]  # one group of 4 per step, in the order played
+    flat = sum(len(set(group)) == 1 for group in groups)
+    assert len(totals) == 8 and summary["steps"] == 2
+    sharing = summary["prompt_sharing"]
+    assert sharing["skipped_flat_batches"] == flat, groups
+    assert sharing["shared_calls"] == 2 - flat
 
 
 def test_train_dtype_is_checked_before_a_model_is_loaded(tmp_path: Path) -> None:
@@ -364,3 +402,47 @@ def test_rollouts_inside_the_trainer_sample_with_the_model_asked_for() -> None:
             p.zero_()  # the copy's forward must not read the original's weights
         torch.testing.assert_close(clone(input_ids=ids).logits, copied)
         assert copied.dtype == torch.bfloat16
+
+
+def loss_grads(trainer: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Gradients of one ``compute_loss`` call (None for a weight the loss does not reach)."""
+    trainer.model.zero_grad(set_to_none=True)
+    trainer.compute_loss(trainer.model, inputs).backward()
+    return {n: p.grad for n, p in trainer.model.named_parameters() if p.requires_grad}
+
+
+def test_a_group_with_equal_rewards_is_skipped_with_the_same_zero_gradient(
+    tmp_path: Path,
+) -> None:
+    """All-zero advantages give TRL's loss an exactly zero gradient (beta 0); the skip gives
+    every weight that same zero gradient without computing the group, so the optimizer's
+    step is unchanged. A group whose rewards differ is computed as before."""
+    trainer = make_trainer(tmp_path)
+    trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train for each step
+    prompt = random_ids(20, seed=0)
+    completions = [random_ids(n, seed=30 + n) for n in (9, 6, 12, 3)]
+    ids, mask, keep = batch([prompt] * 4, completions)
+    inputs = {
+        "prompt_ids": ids[:, :-keep],
+        "prompt_mask": mask[:, :-keep],
+        "completion_ids": ids[:, -keep:],
+        "completion_mask": mask[:, -keep:],
+        "advantages": torch.zeros(4),
+        "num_items_in_batch": mask[:, -keep:].sum(),
+    }
+    trainer.skip_flat_groups = False
+    computed = loss_grads(trainer, inputs)
+    assert trainer.prompt_sharing["shared_calls"] == 1
+    assert all(g is not None and not g.any() for g in computed.values())
+
+    trainer.skip_flat_groups = True
+    skipped = loss_grads(trainer, inputs)
+    assert trainer.prompt_sharing["skipped_flat_batches"] == 1
+    assert trainer.prompt_sharing["shared_calls"] == 1  # no pass over the group
+    assert skipped.keys() == computed.keys()
+    assert all(g is not None and not g.any() for g in skipped.values())
+
+    rewarded = loss_grads(trainer, {**inputs, "advantages": torch.tensor([1.0, -1.0, 0.5, -0.5])})
+    assert trainer.prompt_sharing["shared_calls"] == 2
+    assert trainer.prompt_sharing["skipped_flat_batches"] == 1
+    assert any(g is not None and g.any() for g in rewarded.values())

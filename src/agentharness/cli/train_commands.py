@@ -208,6 +208,14 @@ def grpo_command(
             "(memory of one episode, not the group's; one more forward of the completions)",
         ),
     ] = True,
+    skip_flat_groups: Annotated[
+        bool,
+        typer.Option(
+            "--skip-flat-groups/--train-flat-groups",
+            help="skip the training pass of a group whose rewards are all equal (its "
+            "gradient is exactly zero without a KL term; the optimizer steps the same)",
+        ),
+    ] = True,
     lr: Annotated[float, typer.Option("--lr", help="learning rate")] = 5e-6,
     beta: Annotated[float, typer.Option(help="KL coefficient to the initial model")] = 0.0,
     epsilon: Annotated[float, typer.Option(help="clip range of the policy ratio")] = 0.2,
@@ -279,6 +287,7 @@ def grpo_command(
             train_dtype=train_dtype,
             shared_prompt=shared_prompt,
             checkpoint_rows=checkpoint_rows,
+            skip_flat_groups=skip_flat_groups,
             learning_rate=lr,
             beta=beta,
             epsilon=epsilon,

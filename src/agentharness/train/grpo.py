@@ -82,6 +82,9 @@ class GRPOOptions:
     # ... and recompute each episode's activations in the backward rather than keep them all
     # (memory of one episode instead of the group's, for one more forward of the completions).
     checkpoint_rows: bool = True
+    # Skip the training pass of a group whose advantages are all zero (every reward equal):
+    # with beta 0 its gradient is exactly zero, so the optimizer step is the same without it.
+    skip_flat_groups: bool = True
     learning_rate: float = 5e-6
     beta: float = 0.0  # KL to the reference model (0: no reference model is kept)
     epsilon: float = 0.2  # PPO-style clip
@@ -672,17 +675,45 @@ def shared_prompt_trainer_class() -> type:
             *args: Any,
             shared_prompt: bool = True,
             checkpoint_rows: bool = True,
+            skip_flat_groups: bool = True,
             **kwargs: Any,
         ) -> None:
             super().__init__(*args, **kwargs)
             self.shared_prompt = shared_prompt
             self.checkpoint_rows = checkpoint_rows
+            self.skip_flat_groups = skip_flat_groups
             self.prompt_sharing: dict[str, int] = {
                 "shared_calls": 0,
                 "fallback_calls": 0,
                 "prompt_passes": 0,
                 "rows": 0,
+                "skipped_flat_batches": 0,
             }
+
+        def compute_loss(
+            self,
+            model: Any,
+            inputs: dict[str, Any],
+            return_outputs: bool = False,
+            num_items_in_batch: Any = None,
+        ) -> Any:
+            """TRL's loss, or for a batch with all-zero advantages its exact zero gradient.
+
+            Every TRL loss type scales each token's term by its advantage, so with no KL term
+            (``beta`` 0) and no auxiliary loss such a batch has a gradient of exactly zero.
+            Returning ``0 * weights`` gives every trainable weight that zero gradient
+            without the forward and backward passes, so the optimizer (its moments, weight
+            decay, schedule) steps exactly as it would have; only the batch's entropy and
+            clipping metrics are not logged.
+            """
+            flat = not bool(inputs["advantages"].any())
+            if self.skip_flat_groups and flat and self.beta == 0.0 and not self.aux_loss_enabled:
+                self.prompt_sharing["skipped_flat_batches"] += 1
+                weights = [p for p in model.parameters() if p.requires_grad]
+                return sum((w * 0).sum() for w in weights)
+            return super().compute_loss(
+                model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+            )
 
         def _can_share(self, model: Any, kwargs: dict[str, Any]) -> bool:
             if not self.shared_prompt or self.args.gradient_checkpointing:
@@ -857,6 +888,7 @@ def train_grpo(
     trainer = shared_prompt_trainer_class()(
         shared_prompt=opts.shared_prompt,
         checkpoint_rows=opts.checkpoint_rows,
+        skip_flat_groups=opts.skip_flat_groups,
         model=net,
         reward_funcs=episode_reward,
         args=config,
