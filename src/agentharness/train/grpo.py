@@ -934,9 +934,9 @@ def _training_rows(
         chosen = [i for i in read_problems(data) if not tasks or _matches(i.task, tasks)]
         if not chosen:
             raise TrainInputError(f"{data} holds no instance of {', '.join(tasks)}")
-        return rl_rows(chosen)
+        return rl_rows(_playable(chosen, str(data)))
     if instances:
-        return rl_rows(instances)
+        return rl_rows(_playable(instances, "the instances given"))
     if not tasks:
         raise TrainInputError("train_grpo needs tasks, instances or data")
     for t in tasks:
@@ -947,6 +947,32 @@ def _training_rows(
                 file=sys.stderr,
             )
     return rl_rows(training_instances(tasks, opts))
+
+
+def _playable(instances: list[Instance], source: str) -> list[Instance]:
+    """The instances an episode can start on; each other one is a warning line, not a crash
+    steps into training (an unknown task version, data its task cannot read)."""
+    from agentharness.core.registry import episode_for
+    from agentharness.rollout.runner import describe_error
+
+    kept = []
+    for instance in instances:
+        try:
+            episode_for(instance)
+        except Exception as e:  # data the task cannot use: say which, train on the rest
+            print(
+                f"[grpo] warning: skipped instance {instance.instance_id}: an episode cannot "
+                f"start on it ({describe_error(e)})",
+                file=sys.stderr,
+            )
+            continue
+        kept.append(instance)
+    if not kept:
+        raise TrainInputError(
+            f"no instance in {source} can start an episode (see the warnings above); "
+            "regenerate them with `bootcamp generate`"
+        )
+    return kept
 
 
 def read_problems(path: Path) -> list[Instance]:
