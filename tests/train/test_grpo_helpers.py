@@ -39,3 +39,34 @@ def test_an_instance_no_episode_can_start_on_is_skipped_with_a_warning(
     path.write_text(json.dumps(broken) + "\n")
     with pytest.raises(TrainInputError, match=r"no instance .* can start an episode"):
         train_grpo([], tmp_path / "out", model="/nonexistent", data=path)
+
+
+def test_sampled_tokens_follow_the_sampling_distribution() -> None:
+    """Temperature and top-p applied; frequencies match; a token without mass never comes."""
+    import torch
+
+    from agentharness.train.grpo import sample_token
+
+    logits = torch.tensor([0.0, 1.0, 2.0, -1e9, 0.5, 1.5])
+    generator = torch.Generator().manual_seed(0)
+    n = 20_000
+    for temperature, top_p in ((1.0, 1.0), (0.7, 1.0), (1.0, 0.8)):
+        want = torch.log_softmax(logits / temperature, -1)
+        if top_p < 1.0:  # the smallest set of most likely tokens reaching top_p: 2, 5, 1
+            want = torch.log_softmax(
+                want.masked_fill(torch.tensor([1, 0, 0, 1, 1, 0]).bool(), -1e9), -1
+            )
+        counts = torch.zeros(6)
+        for _ in range(n):
+            token, logp = sample_token(logits, temperature, top_p, generator)
+            counts[token] += 1
+            assert abs(logp - float(want[token])) < 1e-5
+        freq = counts / n
+        assert counts[3] == 0 and (top_p == 1.0 or counts[[0, 4]].sum() == 0)
+        # 4 standard errors of a frequency of n draws
+        assert torch.all(
+            (freq - want.exp()).abs() <= 4 * (want.exp() * (1 - want.exp()) / n).sqrt() + 1e-9
+        )
+    a = [sample_token(logits, 1.0, 1.0, torch.Generator().manual_seed(5))[0] for _ in range(3)]
+    assert len(set(a)) == 1  # the same generator state gives the same token
+    assert sample_token(logits, 0.0, 1.0, generator)[0] == 2  # greedy

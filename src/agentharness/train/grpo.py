@@ -371,7 +371,14 @@ def sample_token(
         logp = logp.clone()
         logp[order[drop]] = float("-inf")
         logp = torch.log_softmax(logp, -1)
-    token = int(torch.multinomial(logp.exp(), 1, generator=generator))
+    # Inverse CDF: one cumulative sum and a binary search, ~10x faster than torch.multinomial
+    # over a 49k vocabulary on this CPU (bench/RESULTS.md). A token of probability 0 is never
+    # drawn: its cumulative value equals its predecessor's, so no u falls in its interval.
+    cumulative = torch.cumsum(logp.exp(), -1)
+    u = torch.rand((), generator=generator) * cumulative[-1]
+    token = int(torch.searchsorted(cumulative, u, right=True))
+    if token == cumulative.numel():  # u rounded up to the total: the last token that has mass
+        token = int(torch.searchsorted(cumulative, cumulative[-1]))
     return token, float(logp[token])
 
 
