@@ -90,8 +90,15 @@ def build_examples(
     rows: list[dict[str, Any]], tokenizer: Any, *, source: str = "data"
 ) -> list[dict[str, list[int]]]:
     """Tokenized examples (``input_ids``, ``assistant_masks``) from SFT rows (:func:`sft_chats`)."""
+    return tokenize_chats(sft_chats(rows, source=source), tokenizer)
+
+
+def tokenize_chats(
+    chats: list[tuple[list[dict[str, Any]], int]], tokenizer: Any
+) -> list[dict[str, list[int]]]:
+    """Each ``(chat, train_from)`` of :func:`sft_chats` as ``input_ids`` + ``assistant_masks``."""
     examples = []
-    for chat, train_from in sft_chats(rows, source=source):
+    for chat, train_from in chats:
         ids, mask = tokenize_chat(tokenizer, chat, train_from=train_from)
         examples.append({"input_ids": ids, "assistant_masks": mask})
     return examples
@@ -127,7 +134,7 @@ def train_sft(
     rows = read_jsonl(data)
     if not rows:
         raise TrainInputError(f"{data} holds no SFT rows")
-    sft_chats(rows, source=str(data))  # bad rows fail before a model is loaded
+    chats = sft_chats(rows, source=str(data))  # bad rows fail before a model is loaded
     checkpoint = resume_checkpoint(out / "trainer", opts.resume)  # fail before loading a model
 
     from datasets import Dataset
@@ -135,7 +142,7 @@ def train_sft(
 
     started = time.time()
     net, tokenizer = load_trainable(model)
-    examples = build_examples(rows, tokenizer, source=str(data))
+    examples = tokenize_chats(chats, tokenizer)
     _check_fits(examples, opts.max_length, opts.truncation)
     random.Random(opts.seed).shuffle(examples)
     dataset = Dataset.from_list(examples)
