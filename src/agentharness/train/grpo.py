@@ -957,8 +957,8 @@ def _training_rows(
 
 
 def _playable(instances: list[Instance], source: str) -> list[Instance]:
-    """The instances an episode can start on; each other one is a warning line, not a crash
-    steps into training (an unknown task version, data its task cannot read)."""
+    """The instances an episode can start on (an unknown task version or data its task cannot
+    read cannot); each other one is a warning line and is left out, not the end of the run."""
     from agentharness.core.registry import episode_for
     from agentharness.rollout.runner import describe_error
 
