@@ -1,0 +1,146 @@
+"""The GRPO training pass on one real group: what each option of the pass costs.
+
+Plays one group with ``EpisodeRoller`` (as ``train grpo`` does), lays it out as TRL does
+(one prompt, completions right-padded; a completion holds the model's turns *and* the
+environment's replies between them), then times ``shared_prompt_logps`` forward and
+backward under each variant, rounds alternating so load drifts hit all alike:
+
+- ``fp32``: float32, the exact path;
+- ``bf16``: bfloat16 autocast (``--train-dtype bfloat16``, the default);
+- ``bf16-lora``: the same on a rank-16 LoRA adapter (``--lora``);
+- ``bf16-nockpt``: bfloat16 without checkpointing each row (more memory).
+
+Each row reports the median forward and backward seconds and how far the variant's
+log-probabilities of the model's tokens are from float32's.
+
+    python bench/train_pass_profile.py --model experiments/out/v14/models/sft/final \\
+        --task robot_reach-v4 --seed 100001 --threads 2
+
+``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from agentharness import get_task
+from agentharness.train.grpo import EpisodeRoller, GRPOOptions, shared_prompt_logps
+from agentharness.train.model import load_trainable, lora_config
+
+VARIANTS = ("fp32", "bf16", "bf16-lora", "bf16-nockpt")
+
+
+def group_batch(rollouts: list[Any]) -> tuple[Any, Any, Any, int]:
+    """``(input_ids, attention_mask, model_mask, logits_to_keep)`` laid out as TRL's pass gets them."""
+    prompt = rollouts[0].prompt_ids
+    width = max(len(r.completion_ids) for r in rollouts)
+    ids, mask, model_mask = [], [], []
+    for r in rollouts:
+        pad = width - len(r.completion_ids)
+        ids.append(prompt + r.completion_ids + [0] * pad)
+        mask.append([1] * (len(prompt) + len(r.completion_ids)) + [0] * pad)
+        model_mask.append(r.env_mask + [0] * pad)
+    return torch.tensor(ids), torch.tensor(mask), torch.tensor(model_mask).bool(), width
+
+
+def pass_once(net: Any, batch: tuple[Any, Any, Any, int], variant: str) -> tuple[float, float, Any]:
+    """One forward and backward of the group's log-probabilities: seconds of each, the log-probs."""
+    ids, mask, _, width = batch
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=variant != "fp32")
+    t0 = time.perf_counter()
+    with autocast:
+        out = shared_prompt_logps(
+            net, ids, mask, width, compute_entropy=True, checkpoint_rows=variant != "bf16-nockpt"
+        )
+    if out is None:
+        raise SystemExit("the shared-prompt pass does not apply to this group")
+    logps = out[0]
+    t1 = time.perf_counter()
+    logps.sum().backward()
+    t2 = time.perf_counter()
+    net.zero_grad(set_to_none=True)
+    return t1 - t0, t2 - t1, logps.detach().float()
+
+
+def main() -> None:
+    from peft import get_peft_model
+    from trl.trainer.utils import add_fused_lm_head
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--task", default="robot_reach-v4")
+    parser.add_argument("--seed", type=int, default=100001, help="the instance's seed (easy)")
+    parser.add_argument("--group", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-turns", type=int, default=4)
+    parser.add_argument("--max-new-tokens", type=int, default=160)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    args = parser.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        parser.error(f"unknown variants {unknown}; choose from {', '.join(VARIANTS)}")
+    torch.set_num_threads(args.threads)
+    base, tok = load_trainable(args.model)
+    opts = GRPOOptions(
+        max_turns=args.max_turns,
+        max_new_tokens=args.max_new_tokens,
+        max_completion_length=4096,
+        rollout_dtype="bfloat16",
+    )
+    instance = get_task(args.task).instance(args.seed, "easy")
+    t0 = time.perf_counter()
+    rollouts = EpisodeRoller(base, tok, opts).play_group(instance, args.group, seed=0)
+    print(f"rollouts: {time.perf_counter() - t0:.1f} s")
+    batch = group_batch(rollouts)
+    model_mask = batch[2]
+    lengths = [len(r.completion_ids) for r in rollouts]
+    print(
+        f"{instance.task} seed {args.seed}: prompt {len(rollouts[0].prompt_ids)} tokens; "
+        f"completions {min(lengths)}-{max(lengths)} tokens (mean {statistics.mean(lengths):.0f}), "
+        f"of which the model wrote {int(model_mask.sum()) / len(rollouts):.0f} a row on average"
+    )
+
+    lora = None
+    if "bf16-lora" in variants:
+        # The head goes on before the adapter (TRL's order), on a copy made before `base`
+        # is patched: a patched forward closes over its own model.
+        adapted = copy.deepcopy(base)
+        add_fused_lm_head(adapted, outputs=("log_probs", "entropy"))
+        lora = get_peft_model(adapted, lora_config(16, 32))
+        lora.train()
+    add_fused_lm_head(base, outputs=("log_probs", "entropy"))
+    base.train()
+
+    times: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}
+    drift: dict[str, float] = {}
+    reference = None
+    for r in range(args.rounds):
+        for v in variants:
+            net = lora if v == "bf16-lora" else base
+            fwd, bwd, logps = pass_once(net, batch, v)
+            times[v].append((fwd, bwd))
+            if v == "fp32":
+                reference = logps
+            if reference is not None:
+                drift[v] = float((logps - reference).abs()[model_mask].max())
+            print(f"round {r} {v:>12}: forward {fwd:6.1f} s, backward {bwd:6.1f} s")
+    print(f"\n{args.threads} thread(s), {args.rounds} rounds (medians)")
+    print("| variant | forward s | backward s | pass s | max abs. log-prob change vs fp32 |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for v, ts in times.items():
+        fwd = statistics.median(f for f, _ in ts)
+        bwd = statistics.median(b for _, b in ts)
+        change = f"{drift[v]:.3f}" if v in drift else "n/a"
+        print(f"| {v} | {fwd:.1f} | {bwd:.1f} | {fwd + bwd:.1f} | {change} |")
+
+
+if __name__ == "__main__":
+    main()
