@@ -6,12 +6,16 @@ environment's replies between them), then times ``shared_prompt_logps`` forward 
 backward under each variant, rounds alternating so load drifts hit all alike:
 
 - ``fp32``: float32, the exact path;
-- ``bf16``: bfloat16 autocast (``--train-dtype bfloat16``, the default);
-- ``bf16-lora``: the same on a rank-16 LoRA adapter (``--lora``);
-- ``bf16-nockpt``: bfloat16 without checkpointing each row (more memory).
+- ``bf16``: bfloat16 autocast (``--train-dtype bfloat16``, the default), the head scoring
+  only the model's tokens (what ``train grpo`` does: the loss reads no others);
+- ``bf16-all``: the same head scoring every completion position;
+- ``bf16-trl-head``: TRL's fused LM head instead (the pass before 2026-12-01: every
+  position, in small tiles);
+- ``bf16-lora``: ``bf16`` on a rank-16 LoRA adapter (``--lora``);
+- ``bf16-nockpt``: ``bf16`` without checkpointing each row (more memory).
 
 Each row reports the median forward and backward seconds and how far the variant's
-log-probabilities of the model's tokens are from float32's.
+log-probabilities of the model's tokens are from the first variant's.
 
     python bench/train_pass_profile.py --model experiments/out/v14/models/sft/final \\
         --task robot_reach-v4 --seed 100001 --threads 2
@@ -30,10 +34,11 @@ from typing import Any
 import torch
 
 from agentharness import get_task
+from agentharness.train import grpo
 from agentharness.train.grpo import EpisodeRoller, GRPOOptions, shared_prompt_logps
 from agentharness.train.model import load_trainable, lora_config
 
-VARIANTS = ("fp32", "bf16", "bf16-lora", "bf16-nockpt")
+VARIANTS = ("fp32", "bf16", "bf16-all", "bf16-trl-head", "bf16-lora", "bf16-nockpt")
 
 
 def group_batch(rollouts: list[Any]) -> tuple[Any, Any, Any, int]:
@@ -51,13 +56,25 @@ def group_batch(rollouts: list[Any]) -> tuple[Any, Any, Any, int]:
 
 def pass_once(net: Any, batch: tuple[Any, Any, Any, int], variant: str) -> tuple[float, float, Any]:
     """One forward and backward of the group's log-probabilities: seconds of each, the log-probs."""
-    ids, mask, _, width = batch
+    ids, mask, model_mask, width = batch
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=variant != "fp32")
+    own_head = grpo._head_parts
+    if variant == "bf16-trl-head":
+        grpo._head_parts = lambda model: None  # what makes the pass fall back to TRL's head
     t0 = time.perf_counter()
-    with autocast:
-        out = shared_prompt_logps(
-            net, ids, mask, width, compute_entropy=True, checkpoint_rows=variant != "bf16-nockpt"
-        )
+    try:
+        with autocast:
+            out = shared_prompt_logps(
+                net,
+                ids,
+                mask,
+                width,
+                compute_entropy=True,
+                checkpoint_rows=variant != "bf16-nockpt",
+                score_mask=None if variant in ("bf16-all", "bf16-trl-head") else model_mask,
+            )
+    finally:
+        grpo._head_parts = own_head
     if out is None:
         raise SystemExit("the shared-prompt pass does not apply to this group")
     logps = out[0]
@@ -122,24 +139,28 @@ def main() -> None:
     times: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}
     drift: dict[str, float] = {}
     reference = None
+    pass_once(lora if variants[0] == "bf16-lora" else base, batch, variants[0])  # warm-up, untimed
     for r in range(args.rounds):
         for v in variants:
             net = lora if v == "bf16-lora" else base
             fwd, bwd, logps = pass_once(net, batch, v)
             times[v].append((fwd, bwd))
-            if v == "fp32":
+            if reference is None:
                 reference = logps
-            if reference is not None:
-                drift[v] = float((logps - reference).abs()[model_mask].max())
+            drift[v] = float((logps - reference).abs()[model_mask].max())
             print(f"round {r} {v:>12}: forward {fwd:6.1f} s, backward {bwd:6.1f} s")
     print(f"\n{args.threads} thread(s), {args.rounds} rounds (medians)")
-    print("| variant | forward s | backward s | pass s | max abs. log-prob change vs fp32 |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    first = variants[0]
+    base_pass = sum(statistics.median(x[i] for x in times[first]) for i in (0, 1))
+    print(
+        f"| variant | forward s | backward s | pass s | vs {first} | max abs. log-prob change vs {first} |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for v, ts in times.items():
         fwd = statistics.median(f for f, _ in ts)
         bwd = statistics.median(b for _, b in ts)
-        change = f"{drift[v]:.3f}" if v in drift else "n/a"
-        print(f"| {v} | {fwd:.1f} | {bwd:.1f} | {fwd + bwd:.1f} | {change} |")
+        speed = base_pass / (fwd + bwd)
+        print(f"| {v} | {fwd:.1f} | {bwd:.1f} | {fwd + bwd:.1f} | {speed:.2f}x | {drift[v]:.3f} |")
 
 
 if __name__ == "__main__":

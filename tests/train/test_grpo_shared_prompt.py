@@ -120,6 +120,8 @@ def test_shared_prompt_equals_the_per_row_pass(tmp_path: Path) -> None:
         "fallback_calls": 0,
         "prompt_passes": 1,
         "rows": 4,
+        "row_tokens": 34,
+        "scored_tokens": 34,  # no loss mask here: every position
         "skipped_flat_batches": 0,
     }
     trainer.shared_prompt = False
@@ -128,6 +130,112 @@ def test_shared_prompt_equals_the_per_row_pass(tmp_path: Path) -> None:
     assert_same(shared, plain)
     # Padding scores zero, as in TRL's pass; the real tokens do not.
     assert torch.all(shared[0][1, 5:] == 0) and torch.all(shared[0][1, :5] != 0)
+
+
+def test_only_the_positions_the_loss_reads_are_scored(tmp_path: Path) -> None:
+    """With ``score_mask`` (the model's own tokens) the head skips the rest: those score 0,
+    a row with none is not run, and the masked loss's gradients do not change."""
+    trainer = make_trainer(tmp_path)
+    prompt = random_ids(30, seed=0)
+    completions = [random_ids(n, seed=30 + n) for n in (21, 16, 9, 12)]
+    ids, mask, keep = batch([prompt] * 4, completions)
+    score = torch.rand(4, keep, generator=torch.Generator().manual_seed(3)) < 0.5
+    score[2] = False  # a row whose tokens are all the environment's
+    weights = torch.randn(4, keep, generator=torch.Generator().manual_seed(1))
+
+    def masked_pass(score_mask: Any) -> tuple[Any, Any, dict, dict]:
+        trainer.model.zero_grad()
+        stats: dict[str, int] = {}
+        logps, entropies = shared_prompt_logps(
+            trainer.model,
+            ids,
+            mask,
+            keep,
+            compute_entropy=True,
+            stats=stats,
+            score_mask=score_mask,
+            temperature=trainer.temperature,
+        )
+        loss = ((logps + 0.3 * entropies) * weights * score).sum()
+        loss.backward()
+        grads = {
+            n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None
+        }
+        return logps.detach(), entropies.detach(), grads, stats
+
+    scored = masked_pass(score)
+    everything = masked_pass(None)
+    assert scored[3]["rows"] == 3 and everything[3]["rows"] == 4
+    real = score & mask[:, -keep:].bool()
+    torch.testing.assert_close(scored[0][real], everything[0][real], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(scored[1][real], everything[1][real], atol=5e-5, rtol=1e-5)
+    assert torch.all(scored[0][~score] == 0) and torch.all(scored[1][~score] == 0)
+    assert torch.all(scored[0][real] != 0)
+    for name, grad in everything[2].items():
+        scale = float(grad.abs().max()) or 1.0
+        torch.testing.assert_close(scored[2][name] / scale, grad / scale, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="score_mask is shaped"):
+        shared_prompt_logps(trainer.model, ids, mask, keep, score_mask=score[:, :-1])
+
+
+def test_the_trainer_scores_its_loss_positions(tmp_path: Path, monkeypatch: Any) -> None:
+    """During the loss the trainer's pass scores ``completion_mask * tool_mask`` only,
+    and outside it (old or reference log-probabilities) every position."""
+    from trl import GRPOTrainer
+
+    trainer = make_trainer(tmp_path)
+    ids, mask, keep = batch([random_ids(24, seed=0)] * 4, [random_ids(7, seed=s) for s in range(4)])
+    tool_mask = torch.ones(4, keep, dtype=torch.long)
+    tool_mask[:, 2:4] = 0  # a tool result between two model turns
+    seen = []
+
+    def loss(self: Any, model: Any, inputs: dict[str, Any]) -> Any:
+        seen.append(self._loss_positions.clone())
+        return self._get_per_token_logps_and_entropies(model, ids, mask, keep)[0].sum()
+
+    monkeypatch.setattr(GRPOTrainer, "_compute_loss", loss)
+    trainer._compute_loss(
+        trainer.model, {"completion_mask": mask[:, -keep:], "tool_mask": tool_mask}
+    )
+    assert torch.equal(seen[0], mask[:, -keep:] * tool_mask)
+    assert trainer._loss_positions is None
+    logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, keep)
+    assert torch.all(logps[:, 2:4] != 0)
+
+
+def test_a_model_whose_logits_are_transformed_keeps_trls_head(tmp_path: Path) -> None:
+    """Softcapped (or scaled) logits are not ``lm_head(hidden)``: TRL's fused head, which
+    applies the transform, scores those rows, and the two passes still agree."""
+    from agentharness.train.grpo import _head_parts
+
+    trainer = make_trainer(tmp_path)
+    assert _head_parts(trainer.model) is not None
+    trainer.model.config.final_logit_softcapping = 3.0
+    assert _head_parts(trainer.model) is None
+    ids, mask, keep = batch(
+        [random_ids(25, seed=0)] * 4, [random_ids(n, seed=n) for n in (6, 9, 2, 4)]
+    )
+    shared = logps_and_grads(trainer, ids, mask, keep)
+    assert trainer.prompt_sharing["shared_calls"] == 1
+    trainer.shared_prompt = False
+    assert_same(shared, logps_and_grads(trainer, ids, mask, keep))
+
+
+def test_the_float32_head_under_bfloat16_autocast() -> None:
+    """``fp32`` runs the head's product in float32 inside a bfloat16 autocast region, as TRL's
+    ``cast_lm_head_to_fp32``; the default runs it in the autocast dtype."""
+    from agentharness.train.grpo import _scored_positions
+
+    g = torch.Generator().manual_seed(0)
+    head = torch.nn.Linear(16, 50, bias=False)
+    hidden, targets = torch.randn(7, 16, generator=g), torch.randint(0, 50, (7,), generator=g)
+    exact = torch.log_softmax(head(hidden) / 0.5, -1).gather(-1, targets[:, None])[:, 0]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        fp32, _ = _scored_positions(hidden, targets, head, None, temperature=0.5, fp32=True)
+        bf16, _ = _scored_positions(hidden, targets, head, None, temperature=0.5, fp32=False)
+    torch.testing.assert_close(fp32, exact, atol=1e-6, rtol=1e-6)
+    assert not torch.allclose(bf16, exact, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(bf16, exact, atol=0.1, rtol=0.05)
 
 
 def saved_bytes(trainer: Any, ids: Any, mask: Any, keep: int) -> tuple[int, Any]:
@@ -284,13 +392,15 @@ def test_train_grpo_on_a_tiny_model_with_a_group_of_4(
     assert summary["options"]["train_dtype"] == train_dtype
     sharing = summary["prompt_sharing"]
     if shared_prompt:
-        assert sharing == {
+        assert {k: v for k, v in sharing.items() if not k.endswith("_tokens")} == {
             "shared_calls": 2,
             "fallback_calls": 0,
             "prompt_passes": 2,
             "rows": 8,
             "skipped_flat_batches": 0,
         }
+        # The loss reads the model's tokens only: the environment's replies are not scored.
+        assert 0 < sharing["scored_tokens"] < sharing["row_tokens"]
     else:
         assert sharing["shared_calls"] == 0 and sharing["fallback_calls"] == 8
     assert (out / "final" / "config.json").is_file()

@@ -509,6 +509,9 @@ def shared_prompt_logps(
     compute_entropy: bool = False,
     stats: dict[str, int] | None = None,
     checkpoint_rows: bool = True,
+    score_mask: Any = None,
+    temperature: float = 1.0,
+    fp32_head: bool = False,
 ) -> tuple[Any, Any] | None:
     """Per-token log-probabilities (and entropies) of the completions, each prompt computed once.
 
@@ -534,7 +537,17 @@ def shared_prompt_logps(
     ``(rows, logits_to_keep)``, zero at padding like TRL's, ``entropies`` None unless asked;
     None when this cannot apply (no two rows share a prompt, completion masks that are not
     right padding, a one-token prompt, a cache that is not a plain dynamic one) — the caller
-    then uses the per-row path. ``stats`` (if given) counts prompt passes and rows.
+    then uses the per-row path. ``stats`` (if given) counts prompt passes, rows, the rows'
+    completion tokens and how many of them the head scored.
+
+    The LM head is this function's own (:func:`_scored_positions`) wherever the model's
+    logits are plain ``lm_head(hidden) / temperature`` (``temperature`` and ``fp32_head``
+    must be those the trainer gave TRL's head): on a CPU, TRL's fused head scores every
+    position in small tiles and its backward took a third of the pass. ``score_mask``
+    (``(rows, logits_to_keep)``, 1 where the loss reads a log-probability: the model's own
+    tokens) restricts the head to those positions; the others score 0, and a row with none
+    is not run. In a multi-turn episode about half the completion is tool results, so this
+    halves the head's work again (bench/RESULTS.md).
     """
     import torch
     import torch.utils.checkpoint
@@ -568,6 +581,11 @@ def shared_prompt_logps(
     if len(partitions) == n:
         return None  # nothing shared: the per-row path costs the same
 
+    parts = _head_parts(model)
+    if score_mask is not None:
+        score_mask = score_mask.bool()
+        if tuple(score_mask.shape) != (n, c):
+            raise ValueError(f"score_mask is shaped {tuple(score_mask.shape)}, expected {(n, c)}")
     logps: list[Any] = [None] * n
     entropies: list[Any] = [None] * n
     for part in partitions:
@@ -592,22 +610,34 @@ def shared_prompt_logps(
             stats["prompt_passes"] = stats.get("prompt_passes", 0) + 1
         for r in part:
             length = lengths[r]
-            if length == 0:
+            scored = None if score_mask is None else score_mask[r, :length]
+            if length == 0 or (scored is not None and not bool(scored.any())):
                 continue
             ids = input_ids[r : r + 1, p - 1 : p + length]
             labels = ids.clone()
             labels[:, 0] = -100
 
-            def row_pass(ids: Any, mask: Any, labels: Any, kv: Any = kv) -> tuple[Any, Any]:
-                out = model(
-                    input_ids=ids,
-                    attention_mask=mask,
-                    # A fresh cache object over the shared tensors: each row appends its own.
-                    past_key_values=DynamicCache(ddp_cache_data=kv),
-                    labels=labels,
-                    fused_lm_head=True,
+            def row_pass(
+                ids: Any, mask: Any, labels: Any, kv: Any = kv, scored: Any = scored
+            ) -> tuple[Any, Any]:
+                # A fresh cache object over the shared tensors: each row appends its own.
+                cache = DynamicCache(ddp_cache_data=kv)
+                if parts is None:
+                    out = model(
+                        input_ids=ids,
+                        attention_mask=mask,
+                        past_key_values=cache,
+                        labels=labels,
+                        fused_lm_head=True,
+                    )
+                    return out.log_probs[0], out.entropy[0]
+                backbone, head = parts
+                hidden = backbone(
+                    input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=False
+                ).last_hidden_state[0, :-1]
+                return _scored_positions(
+                    hidden, ids[0, 1:], head, scored, temperature=temperature, fp32=fp32_head
                 )
-                return out.log_probs[0], out.entropy[0]
 
             mask = attention_mask[r : r + 1, : p + length]
             if checkpoint_rows and torch.is_grad_enabled():
@@ -623,6 +653,10 @@ def shared_prompt_logps(
                 entropies[r] = row_entropy
             if stats is not None:
                 stats["rows"] = stats.get("rows", 0) + 1
+                stats["row_tokens"] = stats.get("row_tokens", 0) + length
+                stats["scored_tokens"] = stats.get("scored_tokens", 0) + (
+                    length if scored is None or parts is None else int(scored.sum())
+                )
     done = [x for x in logps if x is not None]
     if not done:
         return None  # every completion empty: let TRL build its differentiable zeros
@@ -642,6 +676,74 @@ def shared_prompt_logps(
 
     return padded(logps), padded(entropies) if compute_entropy else None
 
+
+# Config fields under which a model's logits are not plain ``lm_head(hidden)``: such models
+# keep TRL's fused head, which applies them.
+_LOGIT_TRANSFORMS = (
+    "final_logit_softcapping",
+    "logit_scale",
+    "output_multiplier",
+    "lm_head_multiplier",
+    "logits_scaling",
+)
+
+
+def _head_parts(model: Any) -> tuple[Any, Any] | None:
+    """``(backbone, lm_head)`` of a causal LM (under a PEFT wrapper too), or None when its
+    logits are more than ``lm_head(hidden)`` or its parts cannot be found."""
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    config = getattr(inner, "config", None)
+    if config is None or not hasattr(inner, "get_output_embeddings"):
+        return None
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    if any(getattr(text_config, name, None) is not None for name in _LOGIT_TRANSFORMS):
+        return None
+    backbone = getattr(inner, "base_model", None)
+    head = inner.get_output_embeddings()
+    if backbone is None or backbone is inner or head is None:
+        return None
+    return backbone, head
+
+
+def _scored_positions(
+    hidden: Any, targets: Any, head: Any, scored: Any, *, temperature: float, fp32: bool
+) -> tuple[Any, Any]:
+    """Log-probabilities of ``targets`` and entropies under ``head(hidden) / temperature``.
+
+    Only positions where ``scored`` is true (all when None) go through the head; the rest
+    are 0. The log-softmax is in float32 (the head's product in the autocast dtype, or in
+    float32 with ``fp32``, as TRL's ``cast_lm_head_to_fp32``). Positions go through in
+    chunks so that a long completion never holds more than one chunk's logits outside
+    autograd.
+    """
+    import torch
+
+    picked = hidden if scored is None else hidden[scored]
+    wanted = targets if scored is None else targets[scored]
+    logps, entropies = [], []
+    for start in range(0, picked.size(0), _HEAD_CHUNK):
+        h = picked[start : start + _HEAD_CHUNK]
+        if fp32:
+            with torch.autocast(h.device.type, enabled=False):
+                logits = torch.nn.functional.linear(
+                    h.float(), head.weight.float(), None if head.bias is None else head.bias.float()
+                )
+        else:
+            logits = head(h).float()
+        log_p = torch.log_softmax(logits / temperature, dim=-1)
+        logps.append(log_p.gather(-1, wanted[start : start + _HEAD_CHUNK, None])[:, 0])
+        entropies.append(-(log_p.exp() * log_p).sum(-1))
+    if not logps:
+        empty = hidden.new_zeros(0, dtype=torch.float32)
+        logps, entropies = [empty], [empty]
+    row_logps, row_entropy = torch.cat(logps), torch.cat(entropies)
+    if scored is None:
+        return row_logps, row_entropy
+    full = hidden.new_zeros(targets.shape, dtype=torch.float32)
+    return full.masked_scatter(scored, row_logps), full.masked_scatter(scored, row_entropy)
+
+
+_HEAD_CHUNK = 1024  # positions per head product: ~200 MB of float32 logits for a 49k vocabulary
 
 _MULTIMODAL_ARGS = (
     "pixel_values",
@@ -694,8 +796,27 @@ def shared_prompt_trainer_class() -> type:
                 "fallback_calls": 0,
                 "prompt_passes": 0,
                 "rows": 0,
+                "row_tokens": 0,
+                "scored_tokens": 0,
                 "skipped_flat_batches": 0,
             }
+            # The positions the loss being computed reads (completion_mask * tool_mask).
+            self._loss_positions: Any = None
+
+        def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
+            """TRL's loss, with the head scoring only the positions the loss reads.
+
+            TRL masks every per-token term of its loss, entropy bonus and metrics with
+            ``completion_mask * tool_mask``; the environment's tokens in between are context
+            whose log-probabilities it multiplies by 0, so they are not computed.
+            """
+            tool_mask = inputs.get("tool_mask")
+            if tool_mask is not None:
+                self._loss_positions = inputs["completion_mask"] * tool_mask
+            try:
+                return super()._compute_loss(model, inputs)
+            finally:
+                self._loss_positions = None
 
         def compute_loss(
             self,
@@ -752,6 +873,9 @@ def shared_prompt_trainer_class() -> type:
                         compute_entropy=compute_entropy,
                         stats=self.prompt_sharing,
                         checkpoint_rows=self.checkpoint_rows,
+                        score_mask=self._loss_positions,
+                        temperature=self.temperature,
+                        fp32_head=bool(getattr(self.args, "cast_lm_head_to_fp32", False)),
                     )
                 if shared is not None:
                     self.prompt_sharing["shared_calls"] += 1
@@ -813,7 +937,9 @@ def train_grpo(
             raise TypeError(f"unknown GRPO option(s): {', '.join(sorted(unknown))}")
         opts = GRPOOptions(**{**asdict(opts), **overrides})
     if opts.num_generations < 2:
-        raise TrainInputError("GRPO needs num_generations >= 2 (advantages are relative within a group)")
+        raise TrainInputError(
+            "GRPO needs num_generations >= 2 (advantages are relative within a group)"
+        )
     if opts.rollout_dtype not in ("float32", "bfloat16"):
         raise TrainInputError(f"rollout_dtype {opts.rollout_dtype!r}: choose float32 or bfloat16")
     if opts.train_dtype not in ("float32", "bfloat16"):
