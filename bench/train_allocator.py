@@ -29,7 +29,12 @@ from pathlib import Path
 from typing import Any
 
 BOOTCAMP = str(Path(sys.executable).with_name("bootcamp"))
-EXPERTS = [("robot_reach-v4", 100001), ("harmony-v3", 1000), ("thermal-v3", 1000), ("escape_room-v1", 1000)]
+EXPERTS = [
+    ("robot_reach-v4", 100001),
+    ("harmony-v3", 1000),
+    ("thermal-v3", 1000),
+    ("escape_room-v1", 1000),
+]
 MODES = ("system", "keep")
 
 
@@ -39,7 +44,9 @@ def run(cmd: list[str], mode: str) -> tuple[str, Any]:
     env.pop("AGENTHARNESS_MALLOC", None)
     if mode == "system":
         env["AGENTHARNESS_MALLOC"] = "system"
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     assert proc.stdout is not None
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -89,7 +96,9 @@ def main() -> None:
                     mode,
                 )  # fmt: skip
                 runtime = float(re.findall(r"'train_runtime': '([\d.]+)'", out)[-1])
-                losses.setdefault(mode, json.loads((out_dir / "train_summary.json").read_text())["losses"])
+                losses.setdefault(
+                    mode, json.loads((out_dir / "train_summary.json").read_text())["losses"]
+                )
                 results[mode].append(
                     {
                         "runtime": runtime,
@@ -102,9 +111,13 @@ def main() -> None:
                       f"{usage.ru_minflt:,} minor faults, peak RSS {usage.ru_maxrss / 2**20:.1f} GB",
                       flush=True)  # fmt: skip
         same = losses["system"] == losses["keep"]
-        print(f"\n`train sft`, {args.steps} steps, {args.rounds} rounds (medians); losses identical: {same}")
+        print(
+            f"\n`train sft`, {args.steps} steps, {args.rounds} rounds (medians); losses identical: {same}"
+        )
         base = statistics.median(x["runtime"] for x in results["system"])
-        print("| malloc | train_runtime s | vs system | kernel CPU s | minor page faults | peak RSS GB |")
+        print(
+            "| malloc | train_runtime s | vs system | kernel CPU s | minor page faults | peak RSS GB |"
+        )
         print("| --- | ---: | ---: | ---: | ---: | ---: |")
         for mode, rows in results.items():
             med = {k: statistics.median(x[k] for x in rows) for k in rows[0]}

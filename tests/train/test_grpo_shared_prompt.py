@@ -219,6 +219,14 @@ def test_a_model_whose_logits_are_transformed_keeps_trls_head(tmp_path: Path) ->
     assert trainer.prompt_sharing["shared_calls"] == 1
     trainer.shared_prompt = False
     assert_same(shared, logps_and_grads(trainer, ids, mask, keep))
+    # With a loss mask the fused head's rows score 0 outside it, as the own head's do.
+    score = torch.zeros(4, keep, dtype=torch.bool)
+    score[:, 1] = True
+    logps, _ = shared_prompt_logps(
+        trainer.model, ids, mask, keep, score_mask=score, temperature=trainer.temperature
+    )
+    torch.testing.assert_close(logps[:, 1], shared[0][:, 1], atol=1e-5, rtol=1e-5)
+    assert torch.all(logps[~score] == 0)
 
 
 def test_the_float32_head_under_bfloat16_autocast() -> None:

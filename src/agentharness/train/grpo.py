@@ -542,12 +542,12 @@ def shared_prompt_logps(
 
     The LM head is this function's own (:func:`_scored_positions`) wherever the model's
     logits are plain ``lm_head(hidden) / temperature`` (``temperature`` and ``fp32_head``
-    must be those the trainer gave TRL's head): on a CPU, TRL's fused head scores every
-    position in small tiles and its backward took a third of the pass. ``score_mask``
-    (``(rows, logits_to_keep)``, 1 where the loss reads a log-probability: the model's own
-    tokens) restricts the head to those positions; the others score 0, and a row with none
-    is not run. In a multi-turn episode about half the completion is tool results, so this
-    halves the head's work again (bench/RESULTS.md).
+    must be those the trainer gave TRL's head), because TRL's fused head scores every
+    position on a device without Triton. ``score_mask`` (``(rows, logits_to_keep)``, 1
+    where the loss reads a log-probability: the model's own tokens) restricts the head to
+    those positions; the others score 0, and a row with none is not run. In a multi-turn
+    episode a third to a half of the completion is tool results, whose head work this
+    saves (1.14x on a real robot_reach group, bench/RESULTS.md).
     """
     import torch
     import torch.utils.checkpoint
@@ -630,7 +630,9 @@ def shared_prompt_logps(
                         labels=labels,
                         fused_lm_head=True,
                     )
-                    return out.log_probs[0], out.entropy[0]
+                    if scored is None:
+                        return out.log_probs[0], out.entropy[0]
+                    return out.log_probs[0] * scored, out.entropy[0] * scored
                 backbone, head = parts
                 hidden = backbone(
                     input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=False
@@ -705,6 +707,9 @@ def _head_parts(model: Any) -> tuple[Any, Any] | None:
     return backbone, head
 
 
+_HEAD_CHUNK = 1024  # positions per head product: ~200 MB of float32 logits for a 49k vocabulary
+
+
 def _scored_positions(
     hidden: Any, targets: Any, head: Any, scored: Any, *, temperature: float, fp32: bool
 ) -> tuple[Any, Any]:
@@ -713,8 +718,8 @@ def _scored_positions(
     Only positions where ``scored`` is true (all when None) go through the head; the rest
     are 0. The log-softmax is in float32 (the head's product in the autocast dtype, or in
     float32 with ``fp32``, as TRL's ``cast_lm_head_to_fp32``). Positions go through in
-    chunks so that a long completion never holds more than one chunk's logits outside
-    autograd.
+    chunks, which bounds the logits a pass without gradients (old log-probabilities) holds
+    at once; with gradients each chunk's float32 log-softmax is kept for the backward.
     """
     import torch
 
@@ -742,8 +747,6 @@ def _scored_positions(
     full = hidden.new_zeros(targets.shape, dtype=torch.float32)
     return full.masked_scatter(scored, row_logps), full.masked_scatter(scored, row_entropy)
 
-
-_HEAD_CHUNK = 1024  # positions per head product: ~200 MB of float32 logits for a 49k vocabulary
 
 _MULTIMODAL_ARGS = (
     "pixel_values",
