@@ -37,6 +37,7 @@ N_PROBE=${N_PROBE:-16}              # GRPO candidate instances per task (seeds 1
 PROBE_K=${PROBE_K:-2}               # samples of the SFT policy per candidate (curriculum)
 GRPO_STEPS=${GRPO_STEPS:-12}
 GROUP=${GROUP:-8}                   # GRPO group size
+PROMPTS_PER_STEP=${PROMPTS_PER_STEP:-1}  # GRPO groups (problems) per optimizer step
 GRPO_LR=${GRPO_LR:-3e-5}
 LAZY=${LAZY:-"lazy:defaults lazy:minimum lazy:maximum lazy:echo lazy:passive"}
 # Episodes decoded together by the local agent (one forward pass per token for all of them,
@@ -129,12 +130,12 @@ else
   done
 fi
 
-log "GRPO on top of SFT: $GRPO_STEPS steps, groups of $GROUP"
+log "GRPO on top of SFT: $GRPO_STEPS steps of $PROMPTS_PER_STEP group(s) of $GROUP"
 if [ ! -f "$W/models/grpo/final/config.json" ]; then
   # A checkpoint after every step: a run that dies continues from its last step.
   resume=(); compgen -G "$W/models/grpo/trainer/checkpoint-*" > /dev/null && resume=(--resume)
   $BOOTCAMP train grpo --instances "$W/grpo_instances.jsonl" --model "$W/models/sft/final" \
-    --out "$W/models/grpo" --max-steps "$GRPO_STEPS" --num-generations "$GROUP" \
+    --out "$W/models/grpo" --max-steps "$GRPO_STEPS" --num-generations "$GROUP" --prompts-per-step "$PROMPTS_PER_STEP" \
     --max-turns "$GRPO_MAX_TURNS" --max-new-tokens "$GRPO_MAX_TOKENS" --max-completion-length 4096 \
     --temperature 1.0 --lr "$GRPO_LR" --train-dtype "$TRAIN_DTYPE" --rollout-dtype "$GRPO_ROLLOUT_DTYPE" \
     --save-steps 1 "${resume[@]}" --no-progress

@@ -32,3 +32,29 @@ def test_the_default_tasks_are_current_versions() -> None:
     for task_id in default("GRPO_TASKS").split(","):
         assert task_id in [s.split(":")[0] for s in specs]
         assert get_task(task_id).id == task_id
+
+
+def bootcamp_calls() -> list[tuple[str, set[str]]]:
+    """Each ``$BOOTCAMP <command> ...`` of the script: the command and the flags it passes."""
+    text = SCRIPT.read_text().replace("\\\n", " ")
+    calls = []
+    for match in re.finditer(r"\$BOOTCAMP ((?:train|export) [a-z]+|[a-z]+)([^\n]*)", text):
+        flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", match.group(2)))
+        calls.append((match.group(1), flags))
+    return calls
+
+
+def test_every_flag_the_script_passes_exists() -> None:
+    """A misspelt or removed option would stop the run at that stage, hours in."""
+    from typer.testing import CliRunner
+
+    from agentharness.cli.main import app
+
+    calls = bootcamp_calls()
+    assert {command for command, _ in calls} >= {"eval", "train sft", "train grpo"}
+    runner = CliRunner()
+    for command, flags in calls:
+        result = runner.invoke(app, [*command.split(), "--help"], env={"COLUMNS": "240"})
+        assert result.exit_code == 0, result.output
+        missing = sorted(f for f in flags if f not in result.output)
+        assert not missing, f"`bootcamp {command}` has no {', '.join(missing)}"
