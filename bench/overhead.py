@@ -72,13 +72,19 @@ def main() -> None:
         return f"{statistics.median(xs) * 1e6:.0f}"
 
     overhead = [p + d for p, d in zip(parse_native, dispatch, strict=True)]
-    print(f"task={spec.id} difficulty={args.difficulty} episodes={args.episodes} turns={turns_total}")
-    print("| per turn (median, µs) | parse native | parse text | dispatch | log | tool (baseline) "
-          "| harness total | harness / tool |")
+    print(
+        f"task={spec.id} difficulty={args.difficulty} episodes={args.episodes} turns={turns_total}"
+    )
+    print(
+        "| per turn (median, µs) | parse native | parse text | dispatch | log | tool (baseline) "
+        "| harness total | harness / tool |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     total = statistics.median(overhead) + statistics.median(log)
-    print(f"| {spec.id} | {us(parse_native)} | {us(parse_text)} | {us(dispatch)} | {us(log)} | {us(tool)} "
-          f"| {total * 1e6:.0f} | {total / statistics.median(tool):.1f} |")
+    print(
+        f"| {spec.id} | {us(parse_native)} | {us(parse_text)} | {us(dispatch)} | {us(log)} | {us(tool)} "
+        f"| {total * 1e6:.0f} | {total / statistics.median(tool):.1f} |"
+    )
 
 
 if __name__ == "__main__":

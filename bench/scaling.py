@@ -99,14 +99,22 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=64)
     parser.add_argument("--difficulty", default="medium")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--control", action="store_true",
-                        help="first measure what 1 and 2 spinning processes get of the cores")
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="first measure what 1 and 2 spinning processes get of the cores",
+    )
     args = parser.parse_args()
 
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             logging_level="WARNING")
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level="WARNING",
+    )
     try:
         if args.control:
             control()
@@ -120,22 +128,31 @@ def main() -> None:
                 )
                 walls[workers].append(wall)
                 cpus[workers].append(cpu)
-                print(f"  run {r}: {workers} worker(s) {wall:.1f} s, worker CPU {cpu:.1f} s, "
-                      f"mean reward {reward:.3f}", flush=True)
+                print(
+                    f"  run {r}: {workers} worker(s) {wall:.1f} s, worker CPU {cpu:.1f} s, "
+                    f"mean reward {reward:.3f}",
+                    flush=True,
+                )
     finally:
         ray.shutdown()
     load = os.getloadavg()[0]
     one, two = statistics.median(walls[1]), statistics.median(walls[2])
-    print(f"{args.task} {args.difficulty}, {args.episodes} expert episodes, medians of "
-          f"{args.repeats}; load average at the end {load:.1f} on {os.cpu_count()} cores")
-    print("| workers | wall s (median) | runs (s) | episodes/s | speed-up | worker CPU s / episode "
-          "| cores the workers got (CPU / wall) |")
+    print(
+        f"{args.task} {args.difficulty}, {args.episodes} expert episodes, medians of "
+        f"{args.repeats}; load average at the end {load:.1f} on {os.cpu_count()} cores"
+    )
+    print(
+        "| workers | wall s (median) | runs (s) | episodes/s | speed-up | worker CPU s / episode "
+        "| cores the workers got (CPU / wall) |"
+    )
     print("|---|---|---|---|---|---|---|")
     for workers, wall in ((1, one), (2, two)):
         runs = ", ".join(f"{w:.1f}" for w in walls[workers])
         cpu = statistics.median(cpus[workers])
-        print(f"| {workers} | {wall:.1f} | {runs} | {args.episodes / wall:.2f} | {one / wall:.2f}x | "
-              f"{cpu / args.episodes:.3f} | {cpu / wall:.2f} |")
+        print(
+            f"| {workers} | {wall:.1f} | {runs} | {args.episodes / wall:.2f} | {one / wall:.2f}x | "
+            f"{cpu / args.episodes:.3f} | {cpu / wall:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -28,8 +28,15 @@ import psutil
 from agentharness.serve.workers import WorkerPool
 
 LOOK = orjson.dumps(
-    {"turn": {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}]}}
+    {
+        "turn": {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "look", "arguments": "{}"}}
+            ],
+        }
+    }
 )
 HEADERS = {"Content-Type": "application/json"}
 
@@ -46,7 +53,9 @@ async def client(base: str, seed: int, steps: int, deadline: float, counts: dict
                     continue
                 eid = orjson.loads(await r.read())["episode_id"]
             for _ in range(steps):
-                async with http.post(f"{base}/episodes/{eid}/step", data=LOOK, headers=HEADERS) as r:
+                async with http.post(
+                    f"{base}/episodes/{eid}/step", data=LOOK, headers=HEADERS
+                ) as r:
                     done = orjson.loads(await r.read())["done"]
                 counts["steps"] += 1
                 if done:
@@ -87,6 +96,7 @@ def rss(pool: WorkerPool) -> int:
 
 async def hold(base: str, n: int, seed: int = 0) -> list[str]:
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as http:
+
         async def one(i: int) -> str:
             body = orjson.dumps({"task": "escape_room", "difficulty": "easy", "seed": seed + i})
             async with http.post(f"{base}/episodes", data=body, headers=HEADERS) as r:
@@ -97,6 +107,7 @@ async def hold(base: str, n: int, seed: int = 0) -> list[str]:
 
 async def close_all(base: str, ids: list[str]) -> None:
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as http:
+
         async def one(eid: str) -> None:
             async with http.delete(f"{base}/episodes/{eid}") as r:
                 await r.read()
@@ -117,8 +128,14 @@ def main() -> None:
 
     rows: list[dict[str, Any]] = []
     for workers in args.workers:
-        with WorkerPool("127.0.0.1", 0, workers, max_sessions=4 * max([*args.clients, args.hold]),
-                        ttl_s=600, log_level="error") as pool:
+        with WorkerPool(
+            "127.0.0.1",
+            0,
+            workers,
+            max_sessions=4 * max([*args.clients, args.hold]),
+            ttl_s=600,
+            log_level="error",
+        ) as pool:
             pids = [p.pid for p in pool.processes]
             # Memory first, on fresh processes (freed memory is kept by the allocator, so
             # RSS after a load run would hide new sessions): one session to warm the code
@@ -136,13 +153,17 @@ def main() -> None:
                 print(rows[-1], flush=True)
     print(f"\nescape_room easy, {args.steps} steps per session, {args.seconds:g} s per row")
     print(f"load average at the end: {psutil.getloadavg()[0]:.1f} on {psutil.cpu_count()} cores")
-    print("| processes | clients | sessions/s | steps/s | 429s | server CPU (cores) "
-          "| server CPU ms / request | load generator CPU (cores) | memory per held session |")
+    print(
+        "| processes | clients | sessions/s | steps/s | 429s | server CPU (cores) "
+        "| server CPU ms / request | load generator CPU (cores) | memory per held session |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['workers']} | {r['clients']} | {r['sessions/s']:.0f} | {r['steps/s']:.0f} | "
-              f"{r['busy']} | {r['server CPU share']:.2f} | {r['server ms/request']:.2f} | "
-              f"{r['client CPU share']:.2f} | {r['KiB/session']:.0f} KiB |")
+        print(
+            f"| {r['workers']} | {r['clients']} | {r['sessions/s']:.0f} | {r['steps/s']:.0f} | "
+            f"{r['busy']} | {r['server CPU share']:.2f} | {r['server ms/request']:.2f} | "
+            f"{r['client CPU share']:.2f} | {r['KiB/session']:.0f} KiB |"
+        )
 
 
 if __name__ == "__main__":

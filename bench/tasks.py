@@ -30,8 +30,25 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 def eval_run(agent: str, difficulty: str, seeds: int, out: Path) -> Path:
     run = out / f"{agent}-{difficulty}"
-    cmd = [sys.executable, "-m", "agentharness.cli", "eval", "--agent", agent, "--tasks", "all",
-           "-n", str(seeds), "--difficulty", difficulty, "--concurrency", "2", "--out", str(run), "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agentharness.cli",
+        "eval",
+        "--agent",
+        agent,
+        "--tasks",
+        "all",
+        "-n",
+        str(seeds),
+        "--difficulty",
+        difficulty,
+        "--concurrency",
+        "2",
+        "--out",
+        str(run),
+        "--quiet",
+    ]
     print("$ bootcamp " + " ".join(cmd[3:]), file=sys.stderr, flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return run
@@ -61,7 +78,9 @@ def main() -> None:
                 by_task[r.task].append(r)
                 if agent == "expert":
                     latency[r.task].extend(
-                        c.metrics["latency_s"] for c in r.tool_calls if "latency_s" in c.metrics and not c.is_error
+                        c.metrics["latency_s"]
+                        for c in r.tool_calls
+                        if "latency_s" in c.metrics and not c.is_error
                     )
             for task, recs in by_task.items():
                 scores[(task, difficulty, agent)] = (
@@ -83,7 +102,9 @@ def main() -> None:
             r = scores.get((spec.id, d, "random"), (float("nan"),) * 2)
             row += [f"{e[0]:.3f} / {e[1]:.2f}", f"{r[0]:.3f} / {r[1]:.2f}"]
         print("| " + " | ".join(row) + " |")
-    (args.out / "tasks.json").write_text(json.dumps({f"{k[0]}|{k[1]}|{k[2]}": v for k, v in scores.items()}))
+    (args.out / "tasks.json").write_text(
+        json.dumps({f"{k[0]}|{k[1]}|{k[2]}": v for k, v in scores.items()})
+    )
 
 
 if __name__ == "__main__":

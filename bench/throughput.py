@@ -77,8 +77,17 @@ def wait_for(port: int, timeout: float = 30.0) -> None:
 def start_server(latency: float) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "agentharness.testing.openai_server", "--port", str(port),
-         "--latency", str(latency), "--turns", "3"],
+        [
+            sys.executable,
+            "-m",
+            "agentharness.testing.openai_server",
+            "--port",
+            str(port),
+            "--latency",
+            str(latency),
+            "--turns",
+            "3",
+        ],
         stdout=subprocess.DEVNULL,
     )
     wait_for(port)
@@ -114,15 +123,22 @@ class SDKAgent:
 
     async def act(self, messages: list[Message], tools: list[dict[str, Any]]) -> AgentTurn:
         response = await self.client.chat.completions.create(
-            model="scripted", messages=to_openai_payload(messages), tools=tools  # type: ignore[arg-type]
+            model="scripted",
+            messages=to_openai_payload(messages),
+            tools=tools,  # type: ignore[arg-type]
         )
         choice = response.choices[0].message
         calls = [
-            ToolCall(id=tc.id, function=FunctionCall(name=tc.function.name, arguments=tc.function.arguments))
+            ToolCall(
+                id=tc.id,
+                function=FunctionCall(name=tc.function.name, arguments=tc.function.arguments),
+            )
             for tc in choice.tool_calls or []
             if tc.type == "function"
         ]
-        return AgentTurn(Message(role="assistant", content=choice.content, tool_calls=calls or None))
+        return AgentTurn(
+            Message(role="assistant", content=choice.content, tool_calls=calls or None)
+        )
 
     async def aclose(self) -> None:
         await self.client.close()
@@ -145,8 +161,10 @@ async def raw_lean_cpu(base_url: str, body: bytes, requests: int, concurrency: i
     """The same as :func:`raw_cpu` through the agent's own minimal HTTP/1.1 client."""
     from agentharness.agents.http11 import Http11Pool
 
-    pools = [Http11Pool(base_url + "/chat/completions", {"Content-Type": "application/json"})
-             for _ in range(concurrency)]
+    pools = [
+        Http11Pool(base_url + "/chat/completions", {"Content-Type": "application/json"})
+        for _ in range(concurrency)
+    ]
     per = -(-requests // concurrency)
 
     async def loop(pool: Http11Pool) -> None:
@@ -168,6 +186,7 @@ async def raw_cpu(base_url: str, body: bytes, requests: int, concurrency: int) -
     headers = {"Content-Type": "application/json", "Authorization": "Bearer EMPTY"}
     per = -(-requests // concurrency)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as s:
+
         async def loop() -> None:
             for _ in range(per):
                 async with s.post(url, data=body, headers=headers) as r:
@@ -186,11 +205,20 @@ def cpu_mode(args: argparse.Namespace) -> None:
         # The raw client sends the first request of an episode, as the harness would.
         episode = episode_for(insts[0])
         body = orjson.dumps(
-            {"model": "scripted", "messages": to_openai_payload(episode.messages), "tools": episode.tools}
+            {
+                "model": "scripted",
+                "messages": to_openai_payload(episode.messages),
+                "tools": episode.tools,
+            }
         )
         # Warm-up: imports, connections, caches.
-        asyncio.run(harness_cpu(OpenAIAgent("scripted", base_url=base_url, concurrency=args.concurrency),
-                                items[:16], args.concurrency))
+        asyncio.run(
+            harness_cpu(
+                OpenAIAgent("scripted", base_url=base_url, concurrency=args.concurrency),
+                items[:16],
+                args.concurrency,
+            )
+        )
         asyncio.run(harness_cpu(SDKAgent(base_url, args.concurrency), items[:16], args.concurrency))
         lean, sdk, raw, raw_lean = [], [], [], []
         turns = 0
@@ -198,7 +226,9 @@ def cpu_mode(args: argparse.Namespace) -> None:
             agent = OpenAIAgent("scripted", base_url=base_url, concurrency=args.concurrency)
             cpu, turns = asyncio.run(harness_cpu(agent, items, args.concurrency))
             lean.append(cpu / turns)
-            cpu, turns_sdk = asyncio.run(harness_cpu(SDKAgent(base_url, args.concurrency), items, args.concurrency))
+            cpu, turns_sdk = asyncio.run(
+                harness_cpu(SDKAgent(base_url, args.concurrency), items, args.concurrency)
+            )
             sdk.append(cpu / turns_sdk)
             raw.append(asyncio.run(raw_cpu(base_url, body, turns, args.concurrency)))
             raw_lean.append(asyncio.run(raw_lean_cpu(base_url, body, turns, args.concurrency)))
@@ -209,17 +239,25 @@ def cpu_mode(args: argparse.Namespace) -> None:
     lean_ms, sdk_ms, raw_ms, raw_lean_ms = (
         statistics.median(x) * 1e3 for x in (lean, sdk, raw, raw_lean)
     )
-    print(f"task={TASK} easy, {args.episodes} episodes x {turns // args.episodes} turns, "
-          f"concurrency {args.concurrency}, medians of {args.repeats} interleaved runs")
-    print("| client | CPU ms / turn (median) | runs (ms) | vs lean | ceiling turns/s on "
-          f"{cores} cores |")
+    print(
+        f"task={TASK} easy, {args.episodes} episodes x {turns // args.episodes} turns, "
+        f"concurrency {args.concurrency}, medians of {args.repeats} interleaved runs"
+    )
+    print(
+        "| client | CPU ms / turn (median) | runs (ms) | vs lean | ceiling turns/s on "
+        f"{cores} cores |"
+    )
     print("|---|---|---|---|---|")
-    for name, value, xs in (("lean (harness, openai agent)", lean_ms, lean),
-                            ("sdk (harness, openai SDK)", sdk_ms, sdk),
-                            ("raw aiohttp, fixed body, no harness", raw_ms, raw),
-                            ("raw agents/http11.py, fixed body, no harness", raw_lean_ms, raw_lean)):
+    for name, value, xs in (
+        ("lean (harness, openai agent)", lean_ms, lean),
+        ("sdk (harness, openai SDK)", sdk_ms, sdk),
+        ("raw aiohttp, fixed body, no harness", raw_ms, raw),
+        ("raw agents/http11.py, fixed body, no harness", raw_lean_ms, raw_lean),
+    ):
         runs = ", ".join(f"{x * 1e3:.3f}" for x in xs)
-        print(f"| {name} | {value:.3f} | {runs} | {value / lean_ms:.2f}x | {cores / value * 1e3:.0f} |")
+        print(
+            f"| {name} | {value:.3f} | {runs} | {value / lean_ms:.2f}x | {cores / value * 1e3:.0f} |"
+        )
 
 
 # -- episodes per second for 1 and 2 processes ------------------------------------------------
@@ -230,8 +268,13 @@ async def one_process(base_url: str, items: list[WorkItem], n: int) -> tuple[flo
         run_dir = RunDir(tmp)
         run_dir.create({"bench": "throughput"})
         t0 = time.perf_counter()
-        await run(items, agent, run_dir, concurrency=n,
-                  on_done=lambda _: last.__setitem__(0, time.perf_counter()))
+        await run(
+            items,
+            agent,
+            run_dir,
+            concurrency=n,
+            on_done=lambda _: last.__setitem__(0, time.perf_counter()),
+        )
         records = list(run_dir.episodes())
     await agent.aclose()
     return last[0] - t0, len(records), sum(r.usage.requests for r in records)
@@ -242,15 +285,22 @@ async def ray_processes(
 ) -> tuple[float, int, int]:
     from agentharness.rollout.ray_backend import AgentSpec, RayConfig, run_ray
 
-    spec = AgentSpec("openai", {"model": "scripted", "base_url": base_url,
-                                "concurrency": -(-n // workers)})
+    spec = AgentSpec(
+        "openai", {"model": "scripted", "base_url": base_url, "concurrency": -(-n // workers)}
+    )
     t0, last = [0.0], [0.0]
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = RunDir(tmp)
         run_dir.create({"bench": "throughput"})
-        await run_ray(items, spec, run_dir, ray_config=RayConfig(workers=workers), concurrency=n,
-                      on_workers=lambda _: t0.__setitem__(0, time.perf_counter()),
-                      on_received=lambda _: last.__setitem__(0, time.perf_counter()))
+        await run_ray(
+            items,
+            spec,
+            run_dir,
+            ray_config=RayConfig(workers=workers),
+            concurrency=n,
+            on_workers=lambda _: t0.__setitem__(0, time.perf_counter()),
+            on_received=lambda _: last.__setitem__(0, time.perf_counter()),
+        )
         records = list(run_dir.episodes())
     return last[0] - t0[0], len(records), sum(r.usage.requests for r in records)
 
@@ -264,12 +314,19 @@ def bound_mode(args: argparse.Namespace) -> None:
         if any(p > 1 for p in args.processes):
             import ray
 
-            ray.init(address="local", num_cpus=max(args.processes), include_dashboard=False,
-                     log_to_driver=False, logging_level="WARNING")
+            ray.init(
+                address="local",
+                num_cpus=max(args.processes),
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level="WARNING",
+            )
             started_ray = True
         asyncio.run(one_process(base_url, plan_instances(instances(8)), 8))  # warm-up
-        print(f"| N | processes | episodes | requests/episode | wall s (median of {args.repeats}) "
-              "| episodes/s | bound N/(L x requests) | fraction of bound |")
+        print(
+            f"| N | processes | episodes | requests/episode | wall s (median of {args.repeats}) "
+            "| episodes/s | bound N/(L x requests) | fraction of bound |"
+        )
         print("|---|---|---|---|---|---|---|---|")
         for n in args.sizes:
             items = plan_instances(instances(args.waves * n))
@@ -285,8 +342,11 @@ def bound_mode(args: argparse.Namespace) -> None:
                 per_episode = reqs / eps
                 bound = n / (args.latency * per_episode)
                 rate = eps / wall
-                print(f"| {n} | {p} | {eps} | {per_episode:.1f} | {wall:.2f} | {rate:.1f} | "
-                      f"{bound:.1f} | {rate / bound:.2f} |", flush=True)
+                print(
+                    f"| {n} | {p} | {eps} | {per_episode:.1f} | {wall:.2f} | {rate:.1f} | "
+                    f"{bound:.1f} | {rate / bound:.2f} |",
+                    flush=True,
+                )
     finally:
         if started_ray:
             import ray
@@ -302,8 +362,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--waves", type=int, default=5, help="bound: episodes = waves x N")
-    parser.add_argument("--latency", type=float, default=None,
-                        help="server latency, s (default 0.1 for bound, 0.02 for cpu)")
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=None,
+        help="server latency, s (default 0.1 for bound, 0.02 for cpu)",
+    )
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--episodes", type=int, default=300, help="cpu: episodes per run")
     parser.add_argument("--concurrency", type=int, default=64, help="cpu: episodes in flight")

@@ -95,7 +95,9 @@ def test_a_vision_task_needs_a_blind_policy(monkeypatch: pytest.MonkeyPatch) -> 
     spec = _variant(monkeypatch, name="guess_vision", modality="vision")
     report = adversarial_check(spec, seeds=3)
     assert any("without a blind_policy" in f for f in report.failures)
-    seeing = _variant(monkeypatch, name="guess_vision2", modality="vision", blind_policy=GuessExpert)
+    seeing = _variant(
+        monkeypatch, name="guess_vision2", modality="vision", blind_policy=GuessExpert
+    )
     report = adversarial_check(seeing, seeds=3)
     # the expert needs no image here, so played blind it still wins: the check says so
     assert any(f.startswith("blind:") and "without its image" in f for f in report.failures)

@@ -56,7 +56,9 @@ def test_the_check_passes_an_imitable_expert_and_names_a_privileged_one(
             self.secret = GUESS.instance(0, "easy").hidden["secret"] * 7.3 + 0.01
 
         def next_turn(self, messages: list[Message]) -> Message:
-            return assistant(tool_calls=[ToolCall.make("c", "probe", {"guess": round(self.secret)})])
+            return assistant(
+                tool_calls=[ToolCall.make("c", "probe", {"guess": round(self.secret)})]
+            )
 
     registry.all_tasks()
     cheat = dataclasses.replace(GUESS, name="guess_cheat", expert=Cheat)

@@ -402,9 +402,7 @@ def adversarial_check(spec: TaskSpec, seeds: int = ADVERSARIAL_SEEDS) -> Adversa
         if constants:
             agent = ConstantAgent(constants)
             for d in difficulties:
-                result = (
-                    _play(agent, evaluated[d])[0] if d in constants else Score(0.0, 0.0, 0)
-                )
+                result = _play(agent, evaluated[d])[0] if d in constants else Score(0.0, 0.0, 0)
                 report.scores.setdefault(agent.name, {})[d] = result
     for i in range(min(MAX_PASSIVE_VARIANTS, len(passive_actions(probe)))):
         score(PassiveAgent(i))

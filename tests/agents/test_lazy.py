@@ -96,7 +96,12 @@ def test_submit_answers_read_defaults_minima_and_maxima_off_the_schema() -> None
 def test_schema_value_handles_refs_unions_enums_and_exclusive_bounds() -> None:
     defs = {"Mode": {"enum": ["a", "b", "c"]}}
     assert schema_value({"$ref": "#/$defs/Mode"}, "maximum", defs) == "c"
-    assert schema_value({"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 4}]}, "minimum", {}) == 4
+    assert (
+        schema_value(
+            {"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 4}]}, "minimum", {}
+        )
+        == 4
+    )
     assert schema_value({"type": "number", "exclusiveMaximum": 1.0}, "maximum", {}) < 1.0
     assert schema_value({"type": "integer", "exclusiveMinimum": 2}, "minimum", {}) == 3
     assert schema_value({"type": "number", "maximum": -3.0}, "minimum", {}) == -3.0

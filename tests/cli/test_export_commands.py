@@ -125,7 +125,9 @@ def test_report_html(run_dir: Path, tmp_path: Path) -> None:
     r = invoke("report", run_dir, "--html", out)
     assert r.exit_code == 0 and str(out) in r.output.replace("\n", "")
     page = out.read_text()
-    assert '<img src="data:image/png;base64,' in page and f'id="task-{get_task("thermal").id}"' in page
+    assert (
+        '<img src="data:image/png;base64,' in page and f'id="task-{get_task("thermal").id}"' in page
+    )
     r = invoke("report", tmp_path / "nope", "--html", out)
     assert r.exit_code == 2 and "does not exist" in r.output
 

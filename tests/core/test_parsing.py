@@ -200,11 +200,20 @@ def test_answered_calls_pairs_native_and_text_calls_by_id() -> None:
     ep.step(
         Message(
             role="assistant",
-            tool_calls=[ToolCall.make("n1", "probe", {"guess": 1}), ToolCall.make("n2", "probe", {"guess": 2})],
+            tool_calls=[
+                ToolCall.make("n1", "probe", {"guess": 1}),
+                ToolCall.make("n2", "probe", {"guess": 2}),
+            ],
         )
     )
     ep.step('<tool_call>{"name": "probe", "arguments": {"guess": 3}}</tool_call>')
     pairs = list(answered_calls(ep.messages))
-    assert [(c.id, c.arguments["guess"]) for c, _ in pairs] == [("n1", 1), ("n2", 2), ("call_2_0", 3)]
+    assert [(c.id, c.arguments["guess"]) for c, _ in pairs] == [
+        ("n1", 1),
+        ("n2", 2),
+        ("call_2_0", 3),
+    ]
     assert all(m.tool_call_id == c.id for c, m in pairs)
-    assert [c.id for c, _ in answered_calls(ep.messages, start=len(ep.messages) - 1)] == ["call_2_0"]
+    assert [c.id for c, _ in answered_calls(ep.messages, start=len(ep.messages) - 1)] == [
+        "call_2_0"
+    ]

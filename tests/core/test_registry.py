@@ -99,7 +99,9 @@ def test_a_retired_version_says_which_is_current() -> None:
 
     from agentharness.core.registry import UnknownTaskError, get_task
 
-    with pytest.raises(UnknownTaskError, match=r"thermal has no version 1 here \(registered: thermal-v"):
+    with pytest.raises(
+        UnknownTaskError, match=r"thermal has no version 1 here \(registered: thermal-v"
+    ):
         get_task("thermal-v1")
 
 
@@ -138,7 +140,10 @@ def test_register_lazy_checks_its_arguments() -> None:
 def test_group_versions() -> None:
     from agentharness.core.registry import group_versions
 
-    assert group_versions(["b-v2", "a-v1", "b-v1", "b-v2"]) == {"a": ["a-v1"], "b": ["b-v1", "b-v2"]}
+    assert group_versions(["b-v2", "a-v1", "b-v1", "b-v2"]) == {
+        "a": ["a-v1"],
+        "b": ["b-v1", "b-v2"],
+    }
 
 
 def test_a_source_missing_its_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

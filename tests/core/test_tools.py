@@ -157,7 +157,9 @@ def test_a_copy_with_other_data_answers_from_that_data() -> None:
     class Secret(BaseModel):
         code: int
 
-    inst = Instance(task="t-v1", seed=0, difficulty="easy", config={}, public={}, hidden={"code": 7})
+    inst = Instance(
+        task="t-v1", seed=0, difficulty="easy", config={}, public={}, hidden={"code": 7}
+    )
     assert inst.hidden_as(Secret).code == 7
     blind = inst.model_copy(update={"hidden": {}})
     with pytest.raises(ValidationError):

@@ -78,9 +78,7 @@ def test_mixed_task_versions_are_refused_then_allowed(text_run: Path, tmp_path: 
         lambda **kw: export_sft([text_run, v2], tmp_path / "s.jsonl", **kw),
         lambda **kw: export_groups([text_run, v2], tmp_path / "g.jsonl", **kw),
     ):
-        with pytest.raises(
-            ExportError, match=rf"mix versions of a task \(thermal: {old}, {new}\)"
-        ):
+        with pytest.raises(ExportError, match=rf"mix versions of a task \(thermal: {old}, {new}\)"):
             export()
         with pytest.warns(UserWarning, match="keeps its versioned task id"):
             export(allow_mixed_versions=True)

@@ -130,7 +130,9 @@ def test_export_of_a_tampered_run_copies_nothing_from_outside(tmp_path: Path) ->
     with pytest.warns(CorruptLineWarning):
         assert export_sft([run.path], out) == 1
     assert not any(
-        p.read_bytes() == b"\x89PNG top secret" for p in (tmp_path / "out").rglob("*") if p.is_file()
+        p.read_bytes() == b"\x89PNG top secret"
+        for p in (tmp_path / "out").rglob("*")
+        if p.is_file()
     )
 
 

@@ -246,7 +246,9 @@ class Http11Pool:
         await asyncio.sleep(0)  # let the transports close
 
 
-def _expire(conn: _Connection, waiter: asyncio.Future[tuple[int, bytes, bool]], timeout_s: float) -> None:
+def _expire(
+    conn: _Connection, waiter: asyncio.Future[tuple[int, bytes, bool]], timeout_s: float
+) -> None:
     if not waiter.done():
         with contextlib.suppress(Exception):
             conn.close()

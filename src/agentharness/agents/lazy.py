@@ -261,9 +261,7 @@ class ConstantAgent:
 
     def policy(self, instance: Instance, sample: int = 0) -> _SubmitOncePolicy:
         spec = final_tool(instance)
-        return _SubmitOncePolicy(
-            spec.name if spec else None, self.answers.get(instance.difficulty)
-        )
+        return _SubmitOncePolicy(spec.name if spec else None, self.answers.get(instance.difficulty))
 
     async def aclose(self) -> None:
         return None

@@ -70,9 +70,15 @@ class OpenAIAgent:
                 "set OPENAI_API_KEY (or pass --base-url for a local server that needs no key)"
             )
         self.url = self.base_url.rstrip("/") + "/chat/completions"
-        self.headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key or 'EMPTY'}"}
+        self.headers = {
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {key or 'EMPTY'}",
+        }
         # The headers the openai SDK sends from the same environment variables.
-        for env, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+        for env, header in (
+            ("OPENAI_ORG_ID", "OpenAI-Organization"),
+            ("OPENAI_PROJECT_ID", "OpenAI-Project"),
+        ):
             if os.environ.get(env):
                 self.headers[header] = os.environ[env]
         self.concurrency = max(1, concurrency)
@@ -83,7 +89,10 @@ class OpenAIAgent:
         self.sampling = sampling
         # Request bodies are assembled from pre-encoded fragments (see _BodyEncoder).
         self._head = b'{"model":' + orjson.dumps(model) + b',"messages":['
-        self._tail = b"".join(b"," + orjson.dumps(k) + b":" + orjson.dumps(v) for k, v in sampling.items()) + b"}"
+        self._tail = (
+            b"".join(b"," + orjson.dumps(k) + b":" + orjson.dumps(v) for k, v in sampling.items())
+            + b"}"
+        )
         # Plain http:// without a proxy (a local vLLM or SGLang) takes the minimal client.
         self.lean_http = lean_http
         self._transport: _Transport | None = None
@@ -122,7 +131,10 @@ class OpenAIAgent:
         return self._transport
 
     async def complete(
-        self, messages: list[Message], tools: list[dict[str, Any]], encoder: _BodyEncoder | None = None
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        encoder: _BodyEncoder | None = None,
     ) -> AgentTurn:
         body = (encoder or _BodyEncoder(self)).body(messages, tools)
         transport = self._transport_here()
@@ -193,7 +205,9 @@ class _LeanTransport:
 class _AiohttpTransport:
     """TLS, proxies: aiohttp, with one session per event loop."""
 
-    def __init__(self, agent: OpenAIAgent, proxy: tuple[str | None, aiohttp.BasicAuth | None]) -> None:
+    def __init__(
+        self, agent: OpenAIAgent, proxy: tuple[str | None, aiohttp.BasicAuth | None]
+    ) -> None:
         self.url = agent.url
         self.proxy = proxy
         # Connections are pooled per host with no per-request scan; the agent's semaphore,
@@ -258,11 +272,17 @@ class _BodyEncoder:
             self._tools_json = b'],"tools":' + orjson.dumps(tools) if tools else b"]"
         return self.agent._head + b",".join(self._parts) + self._tools_json + self.agent._tail
 
-    def _with_tools_in_prompt(self, messages: list[Message], tools: list[dict[str, Any]]) -> list[Message]:
+    def _with_tools_in_prompt(
+        self, messages: list[Message], tools: list[dict[str, Any]]
+    ) -> list[Message]:
         # The merged system prompt is a new object each time it is built: build it once.
         first = messages[0] if messages else None
         key = (first, id(tools))
-        if self._head_key is None or self._head_key[0] is not first or self._head_key[1] != id(tools):
+        if (
+            self._head_key is None
+            or self._head_key[0] is not first
+            or self._head_key[1] != id(tools)
+        ):
             self._head_key = key
             self._head = with_tools_in_prompt(messages[:1], tools)
         return [*self._head, *messages[1:]]

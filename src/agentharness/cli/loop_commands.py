@@ -32,7 +32,9 @@ def _load(runs: list[Path], *, resolve_images: bool = False) -> LoadedRuns:
     return loaded
 
 
-@app.command("mine", short_help="Failure clusters of a run: what fails, how often, and an example of each.")
+@app.command(
+    "mine", short_help="Failure clusters of a run: what fails, how often, and an example of each."
+)
 def mine_cmd(
     runs: Annotated[list[Path], typer.Argument(help="run directories to mine")],
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
@@ -78,7 +80,10 @@ def mine_cmd(
         console.print(table)
 
 
-@app.command("synth", short_help="New instances around a run's failures: neighbours, harder and easier variants.")
+@app.command(
+    "synth",
+    short_help="New instances around a run's failures: neighbours, harder and easier variants.",
+)
 def synth_cmd(
     runs: Annotated[list[Path], typer.Argument(help="run directories whose failures to target")],
     out: Annotated[Path, typer.Option("-o", "--out", help="JSONL file of instances to write")],
@@ -209,7 +214,10 @@ def filter_cmd(
         )
 
 
-@app.command("compare", short_help="Per-task reward and success of two runs, deltas with bootstrap intervals.")
+@app.command(
+    "compare",
+    short_help="Per-task reward and success of two runs, deltas with bootstrap intervals.",
+)
 def compare_cmd(
     run_a: Annotated[Path, typer.Argument(help="baseline run (A)")],
     run_b: Annotated[Path, typer.Argument(help="new run (B); deltas are B - A")],
@@ -265,7 +273,10 @@ def compare_cmd(
             console.print(f"only in {name} (not compared): {', '.join(only)}", highlight=False)
 
 
-@app.command("loop", short_help="The closed loop: held-out eval, mine, synth, teacher, filter, export, train, re-eval.")
+@app.command(
+    "loop",
+    short_help="The closed loop: held-out eval, mine, synth, teacher, filter, export, train, re-eval.",
+)
 def loop_cmd(
     student: Annotated[str, typer.Option(help="agent to improve, as in `eval --agent`")],
     out: Annotated[Path, typer.Option(help="loop directory (re-run to resume)")],

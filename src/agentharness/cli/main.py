@@ -185,7 +185,9 @@ def eval_(
     ] = "local",
     address: Annotated[
         str | None,
-        typer.Option(help="ray: join this cluster (e.g. auto, head:6379); default starts a local Ray"),
+        typer.Option(
+            help="ray: join this cluster (e.g. auto, head:6379); default starts a local Ray"
+        ),
     ] = None,
     workers: Annotated[
         int, typer.Option(help="ray: worker processes; --concurrency is split over them", min=1)

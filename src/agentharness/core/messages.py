@@ -133,9 +133,7 @@ def assistant(text: str | None = None, tool_calls: list[ToolCall] | None = None)
     return Message(role="assistant", content=text, tool_calls=tool_calls or None)
 
 
-def tool_message(
-    call_id: str, name: str, text: str, outcome: ToolOutcome | None = None
-) -> Message:
+def tool_message(call_id: str, name: str, text: str, outcome: ToolOutcome | None = None) -> Message:
     return Message(role="tool", tool_call_id=call_id, name=name, content=text, outcome=outcome)
 
 

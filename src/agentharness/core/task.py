@@ -109,9 +109,7 @@ class Interaction(Generic[W_contra]):
 class RewardFunction(Protocol[W_contra]):
     """Layer 4. Re-verify in the world (re-simulate the answer); never trust claims."""
 
-    def __call__(
-        self, instance: Instance, world: W_contra, trajectory: Trajectory
-    ) -> Reward: ...
+    def __call__(self, instance: Instance, world: W_contra, trajectory: Trajectory) -> Reward: ...
 
 
 class ExpertPolicy(Protocol):

@@ -221,9 +221,7 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError as e:
-        raise RayBackendError(
-            'the Ray backend needs ray: pip install "agentharness[ray]"'
-        ) from e
+        raise RayBackendError('the Ray backend needs ray: pip install "agentharness[ray]"') from e
     return ray
 
 
@@ -368,9 +366,7 @@ class _Driver:
         self.lost_chunks = 0
 
     def alive(self) -> list[int]:
-        return [
-            i for i, n in enumerate(self.deaths) if n < self.max_failures and self.healthy[i]
-        ]
+        return [i for i, n in enumerate(self.deaths) if n < self.max_failures and self.healthy[i]]
 
     def _lost(self, w: int, epoch: int) -> None:
         """Worker ``w`` died or went away while running a chunk sent in ``epoch``."""
@@ -453,8 +449,10 @@ class _Driver:
         back: set[str] = set()
         epoch = self.epoch[w]
         try:
-            stream = self.workers[w].run.options(num_returns="streaming").remote(
-                [(i, to_wire(by_id[i])) for i in ids]
+            stream = (
+                self.workers[w]
+                .run.options(num_returns="streaming")
+                .remote([(i, to_wire(by_id[i])) for i in ids])
             )
             async for ref in stream:
                 for eid, payload in await ref:
@@ -536,9 +534,7 @@ class EnvWorker:
         self.episodes[key] = episode
         return episode.messages, episode.tools
 
-    async def step(
-        self, key: int, turn: str
-    ) -> tuple[list[Message], str | None, int]:
+    async def step(self, key: int, turn: str) -> tuple[list[Message], str | None, int]:
         """The messages the step added (the assistant turn first), end reason and turns."""
         episode = self.episodes[key]
         n = len(episode.messages)

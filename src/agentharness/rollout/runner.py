@@ -407,7 +407,9 @@ class RunWriter:
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="run-writer")
         self._task = asyncio.ensure_future(self._drain())
 
-    def put(self, record: EpisodeRecord | EncodedRecord, parsed: EpisodeRecord | None = None) -> None:
+    def put(
+        self, record: EpisodeRecord | EncodedRecord, parsed: EpisodeRecord | None = None
+    ) -> None:
         """Queue a finished episode; ``parsed`` is what ``on_done`` gets for an encoded one."""
         self._check()
         if isinstance(record, EpisodeRecord):

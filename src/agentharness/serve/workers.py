@@ -103,11 +103,7 @@ class PinnedRouter:
             return status, headers, b"".join(chunks)
         mine = orjson.loads(b"".join(chunks))
         others = await asyncio.gather(
-            *(
-                self._forward(i, scope, b"", 1)
-                for i in range(self.workers)
-                if i != self.index
-            ),
+            *(self._forward(i, scope, b"", 1) for i in range(self.workers) if i != self.index),
             return_exceptions=True,
         )
         up = 1

@@ -347,7 +347,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every answer")
-    parser.add_argument("--turns", type=int, default=3, help="tool-calling turns before a final text")
+    parser.add_argument(
+        "--turns", type=int, default=3, help="tool-calling turns before a final text"
+    )
     parser.add_argument("--error-rate", type=float, default=0.0)
     args = parser.parse_args()
     server = ScriptedOpenAIServer(

@@ -30,9 +30,7 @@ def call(name: str, args: dict[str, Any] | str | None = None, call_id: str = "c1
     return assistant(tool_calls=[ToolCall.make(call_id, name, {} if args is None else args)])
 
 
-def episode(
-    task: str | Instance, seed: int = 0, difficulty: str = "easy", **knobs: Any
-) -> Episode:
+def episode(task: str | Instance, seed: int = 0, difficulty: str = "easy", **knobs: Any) -> Episode:
     """A fresh episode on ``task``'s generated instance (``name`` or ``name-vN``), or on
     the given instance."""
     if isinstance(task, Instance):

@@ -130,7 +130,9 @@ def train_sft(
     if opts.truncation not in ("keep_start", "keep_end"):
         raise TrainInputError(f"truncation must be keep_start or keep_end, not {opts.truncation!r}")
     if not data.exists():
-        raise TrainInputError(f"SFT data {data} does not exist (write it with `bootcamp export sft`)")
+        raise TrainInputError(
+            f"SFT data {data} does not exist (write it with `bootcamp export sft`)"
+        )
     rows = read_jsonl(data)
     if not rows:
         raise TrainInputError(f"{data} holds no SFT rows")

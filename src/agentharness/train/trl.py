@@ -160,7 +160,9 @@ def environment_class(
     for schema in spec.world.tool_schemas():
         name = schema["function"]["name"]
         if name in _RESERVED or name.startswith("_") or not name.isidentifier():
-            raise TrainInputError(f"{spec.id}: a tool named {name!r} cannot be a TRL environment method")
+            raise TrainInputError(
+                f"{spec.id}: a tool named {name!r} cannot be a TRL environment method"
+            )
         members[name] = _tool_method(schema)
     cls_name = "".join(part.title() for part in spec.name.split("_")) + "Environment"
     return type(cls_name, (TaskEnvironment,), members)

@@ -92,9 +92,7 @@ class MoleculeGenerator:
             solution_energy=solution_energy,
             start_local_minimum=start_minimum,
         )
-        return Problem(
-            public=public.model_dump(mode="json"), hidden=hidden.model_dump(mode="json")
-        )
+        return Problem(public=public.model_dump(mode="json"), hidden=hidden.model_dump(mode="json"))
 
     def prompt(self, instance: Instance) -> list[Message]:
         pub = instance.public_as(Public)
