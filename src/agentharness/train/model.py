@@ -30,9 +30,9 @@ def keep_freed_memory() -> bool:
     A training step allocates and frees tensors of tens to hundreds of MB (activations,
     logits, gradients). glibc serves each block above its mmap threshold (32 MB at most)
     with a fresh mapping and unmaps it when freed, so every step faults in and zeroes its
-    memory again: an SFT step on this CPU spent about 40% of its CPU time in the kernel.
+    memory again: an SFT step on a 2-core CPU spent about 40% of its CPU time in the kernel.
     With mmap off and trimming off, freed blocks stay in the heap and the next step reuses
-    them: SFT steps 1.65x and the GRPO training pass 1.22x faster, for a resident size
+    them: SFT steps 1.55x and the GRPO training pass 1.18x faster, for a resident size
     that stays at the step's peak (bench/RESULTS.md). Called by :func:`load_trainable`, so it
     applies to processes that train. Does nothing (returns False) off glibc, when
     ``GLIBC_TUNABLES`` already sets a malloc tunable (the user's choice wins), or with
