@@ -201,6 +201,10 @@ def test_the_trainer_scores_its_loss_positions(tmp_path: Path, monkeypatch: Any)
     assert trainer._loss_positions is None
     logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, keep)
     assert torch.all(logps[:, 2:4] != 0)
+    # A mask of another batch's shape is not applied.
+    trainer._loss_positions = tool_mask[:, :-1]
+    logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, keep)
+    assert torch.all(logps[:, 2:4] != 0)
 
 
 def test_a_model_whose_logits_are_transformed_keeps_trls_head(tmp_path: Path) -> None:

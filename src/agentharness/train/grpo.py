@@ -867,6 +867,12 @@ def shared_prompt_trainer_class() -> type:
             **kwargs: Any,
         ) -> tuple[Any, Any, Any]:
             if self._can_share(model, kwargs):
+                positions = self._loss_positions
+                if positions is not None and tuple(positions.shape) != (
+                    len(input_ids),
+                    logits_to_keep,
+                ):
+                    positions = None  # not this batch's: score every position
                 with self.accelerator.autocast():
                     shared = shared_prompt_logps(
                         model,
@@ -876,7 +882,7 @@ def shared_prompt_trainer_class() -> type:
                         compute_entropy=compute_entropy,
                         stats=self.prompt_sharing,
                         checkpoint_rows=self.checkpoint_rows,
-                        score_mask=self._loss_positions,
+                        score_mask=positions,
                         temperature=self.temperature,
                         fp32_head=bool(getattr(self.args, "cast_lm_head_to_fp32", False)),
                     )
