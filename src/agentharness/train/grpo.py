@@ -738,9 +738,6 @@ def _scored_positions(
         log_p = torch.log_softmax(logits / temperature, dim=-1)
         logps.append(log_p.gather(-1, wanted[start : start + _HEAD_CHUNK, None])[:, 0])
         entropies.append(-(log_p.exp() * log_p).sum(-1))
-    if not logps:
-        empty = hidden.new_zeros(0, dtype=torch.float32)
-        logps, entropies = [empty], [empty]
     row_logps, row_entropy = torch.cat(logps), torch.cat(entropies)
     if scored is None:
         return row_logps, row_entropy
