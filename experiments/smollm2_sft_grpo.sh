@@ -28,14 +28,15 @@ SFT_LR=${SFT_LR:-2e-4}
 SFT_WARMUP=${SFT_WARMUP:-0}          # (HF warmup gives its first step learning rate 0)
 SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-4096}
 TRAIN_DTYPE=${TRAIN_DTYPE:-bfloat16}  # autocast in SFT and GRPO training passes (weights stay float32)
-GRPO_TASKS=${GRPO_TASKS:-robot_reach-v4}  # tasks GRPO plays (one turn budget for all): the one with
-GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-6}       # most room that SFT solves sometimes (thermal is already
-                                          # 0.87 after SFT), at its held-out turn budget
+GRPO_TASKS=${GRPO_TASKS:-robot_reach-v4,harmony-v3}  # tasks GRPO plays (one turn budget for all):
+GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-6}       # the two with most room that SFT solves sometimes (thermal
+                                          # is already 0.87 after SFT), at robot_reach's held-out budget
 GRPO_ROLLOUT_DTYPE=${GRPO_ROLLOUT_DTYPE:-bfloat16}  # GRPO samples with a bfloat16 copy (TRL rescores in float32)
-GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-160}
-N_PROBE=${N_PROBE:-16}              # GRPO candidate instances per task (seeds 100000+); 0: no probe
-PROBE_K=${PROBE_K:-2}               # samples of the SFT policy per candidate (curriculum)
-GRPO_STEPS=${GRPO_STEPS:-12}
+GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-192}   # harmony's held-out cap (its expert's longest turn is 176)
+N_PROBE=${N_PROBE:-0}               # GRPO candidate instances per task (seeds 100000+); 0: no probe, a
+PROBE_K=${PROBE_K:-2}               # fresh instance for every group. PROBE_K: samples of the SFT policy
+                                    # per candidate (the probe keeps those whose rewards differ)
+GRPO_STEPS=${GRPO_STEPS:-20}
 GROUP=${GROUP:-8}                   # GRPO group size
 PROMPTS_PER_STEP=${PROMPTS_PER_STEP:-1}  # GRPO groups (problems) per optimizer step
 GRPO_LR=${GRPO_LR:-3e-5}
@@ -43,7 +44,7 @@ LAZY=${LAZY:-"lazy:defaults lazy:minimum lazy:maximum lazy:echo lazy:passive"}
 # Episodes decoded together by the local agent (one forward pass per token for all of them,
 # each keeping its KV cache across turns); greedy turns match one-at-a-time decoding
 # (tests/agents/test_local_batched.py) up to floating-point ties.
-EVAL_CONCURRENCY=${EVAL_CONCURRENCY:-8}
+EVAL_CONCURRENCY=${EVAL_CONCURRENCY:-16}
 
 mkdir -p "$W/runs"
 log() { echo "[$(date +%H:%M:%S)] $*"; }
@@ -122,10 +123,13 @@ if [ "$N_PROBE" -gt 0 ]; then
   done
   $PYTHON experiments/summarize.py curriculum "$W"/runs/probe/* -o "$W/grpo_instances.jsonl"
 else
-  log "GRPO instances: $GRPO_STEPS fresh ones per task (seeds 100000+; no curriculum probe)"
+  # one fresh instance per group: GRPO_STEPS x PROMPTS_PER_STEP, shared out over the tasks
+  n_grpo_tasks=$(echo "${GRPO_TASKS//,/ }" | wc -w)
+  per_task=$(( (GRPO_STEPS * PROMPTS_PER_STEP + n_grpo_tasks - 1) / n_grpo_tasks ))
+  log "GRPO instances: $per_task fresh ones per task (seeds 100000+; no curriculum probe)"
   rm -f "$W/grpo_instances.jsonl"
   for task in ${GRPO_TASKS//,/ }; do
-    $BOOTCAMP generate "$task" -n "$GRPO_STEPS" --difficulty "$DIFFICULTY" --seed 100000 -o "$W/grpo_instances.$task.jsonl"
+    $BOOTCAMP generate "$task" -n "$per_task" --difficulty "$DIFFICULTY" --seed 100000 -o "$W/grpo_instances.$task.jsonl"
     cat "$W/grpo_instances.$task.jsonl" >> "$W/grpo_instances.jsonl"
   done
 fi
