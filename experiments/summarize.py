@@ -126,7 +126,14 @@ def plot_curves(work: Path, out: Path) -> list[str]:
         written.append("loss_curves.png")
     rewards = (grpo or {}).get("mean_reward_per_step") or []
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.plot(range(1, len(rewards) + 1), rewards, marker="o", label="GRPO group mean (training)")
+    ax.plot(range(1, len(rewards) + 1), rewards, marker="o", label="GRPO step mean (training)")
+    by_task: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for step, task, mean in group_rewards(work / "models" / "grpo" / "rollouts"):
+        by_task[task].append((step + 1, mean))
+    if len(by_task) > 1:  # which task each group played
+        for task, points in sorted(by_task.items()):
+            xs, ys = zip(*points, strict=True)
+            ax.scatter(xs, ys, marker="x", s=40, zorder=3, label=f"group: {task}")
     if len(rewards) >= 3:
         k = 3
         smooth = [statistics.fmean(rewards[max(0, i - k + 1) : i + 1]) for i in range(len(rewards))]
@@ -142,6 +149,18 @@ def plot_curves(work: Path, out: Path) -> list[str]:
     plt.close(fig)
     written.append("reward_curve.png")
     return written
+
+
+def group_rewards(rollouts: Path) -> list[tuple[int, str, float]]:
+    """``(step, task, mean reward)`` of every GRPO group in a ``train grpo`` rollouts log
+    (its episodes' agent is ``grpo:step<N>``; a group is one step's episodes on one instance)."""
+    if not (rollouts / "episodes.jsonl").exists():
+        return []
+    groups: dict[tuple[int, str, str], list[float]] = defaultdict(list)
+    for r in load_runs([rollouts], allow_empty=True).records:
+        step = int(r.agent.removeprefix("grpo:step"))
+        groups[(step, r.task, r.instance.instance_id)].append(r.reward.total)
+    return sorted((step, task, statistics.fmean(v)) for (step, task, _), v in groups.items())
 
 
 def _train_summary(model_dir: Path) -> dict[str, Any] | None:

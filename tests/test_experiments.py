@@ -58,3 +58,38 @@ def test_every_flag_the_script_passes_exists() -> None:
         assert result.exit_code == 0, result.output
         missing = sorted(f for f in flags if f not in result.output)
         assert not missing, f"`bootcamp {command}` has no {', '.join(missing)}"
+
+
+def test_group_rewards_splits_a_grpo_log_by_step_and_instance(tmp_path: Path) -> None:
+    """The reward curve marks which task each GRPO group played (mixed-task runs)."""
+    import asyncio
+    import importlib.util
+
+    from agentharness import make
+    from agentharness.agents.scripted import ExpertAgent
+    from agentharness.rollout.runner import run_one
+    from agentharness.store import EpisodeRecord, RunDir
+
+    spec = importlib.util.spec_from_file_location("summarize", SCRIPT.parent / "summarize.py")
+    assert spec and spec.loader
+    summarize = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summarize)
+
+    run = RunDir(tmp_path / "rollouts")
+    run.create({"command": "train grpo"})
+    for step, seed, totals in ((0, 1, (1.0, 0.0)), (1, 2, (0.25, 0.25)), (1, 3, (1.0, 1.0))):
+        inst = make("guess").reset(seed=seed).instance
+        finished, timings = asyncio.run(run_one(inst, ExpertAgent().policy(inst)))
+        for k, total in enumerate(totals):
+            rec = EpisodeRecord.from_episode(
+                finished, agent=f"grpo:step{step}", sample=k, timings=timings
+            )
+            rec = rec.model_copy(update={"reward": rec.reward.model_copy(update={"total": total})})
+            run.append(rec.model_copy(update={"episode_id": rec.make_id(inst, k, rec.agent)}))
+    task = make("guess").reset(seed=1).instance.task
+    assert summarize.group_rewards(tmp_path / "rollouts") == [
+        (0, task, 0.5),
+        (1, task, 0.25),
+        (1, task, 1.0),
+    ]
+    assert summarize.group_rewards(tmp_path / "missing") == []
