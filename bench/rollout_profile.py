@@ -5,7 +5,7 @@ their tokens and seconds) and the functions by cumulative time, so the weights' 
 products, the attention over the cache and sampling can be read off.
 
     python bench/rollout_profile.py --model experiments/out/v14/models/sft/final \\
-        --task robot_reach-v4 --seed 100001 --threads 2
+        --task robot_reach-v5 --seed 100001 --threads 2
 
 ``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
 """
@@ -27,7 +27,7 @@ from agentharness.train.model import load_trainable
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default=None)
-    parser.add_argument("--task", default="robot_reach-v4")
+    parser.add_argument("--task", default="robot_reach-v5")
     parser.add_argument("--seed", type=int, default=100001, help="the instance's seed (easy)")
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)

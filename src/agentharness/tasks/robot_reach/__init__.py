@@ -1,4 +1,4 @@
-"""robot_reach: move an articulated arm's end effector onto a target (robot_reach-v4).
+"""robot_reach: move an articulated arm's end effector onto a target (robot_reach-v5).
 
 A planar (2-D, circular obstacles) or spatial (3-D, alternating yaw/pitch joints,
 spherical obstacles) serial arm of 2-7 revolute links with joint limits, resting at a
@@ -43,6 +43,15 @@ half the start's distance), at most 0.45 and falling quadratically to 0 at that 
 so a collision-free answer anywhere else, the start, straight or limit pose earn
 nothing. Harder levels add links, obstacles closer to the only feasible pose (12 on hard,
 4 cm off it), narrow passages and a third dimension.
+
+v5 (instances and rewards those of v2-v4) spends a third fewer prompt tokens: the tools
+are described once, tersely, in their schemas (the prompt no longer lists them again),
+and ``dls_step`` no longer echoes its arguments or the step itself. Its expert submits as
+soon as a kept step reports ``within_tolerance`` and ``collision_free`` (v4 waited for half
+the tolerance, a threshold a policy had to compute) and narrates in fewer words. With the
+text tool format and SmolLM2's chat template, an easy episode's prompt is ~1,290 tokens
+instead of ~1,915, its tool replies ~320 instead of ~440 and the expert's turns ~280
+instead of ~370 (bench/RESULTS.md).
 
 v4 added ``dls_step`` (instances and rewards are those of v2 and v3; the prompt lists
 the new tool) and its expert iterates with it instead of ``solve_linear`` plus mental

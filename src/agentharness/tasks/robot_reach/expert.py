@@ -11,8 +11,9 @@ by least squares at ``q`` and reports the new angles (``q + dq`` within the limi
 Levenberg-Marquardt with its bookkeeping in view: a step that lowers the cost (and moves
 no joint more than 30 degrees) is kept, and the next step starts from the new angles the
 tool reported, with the damping divided by 10; a worse one is dropped (the next step
-starts again from the kept angles) and the damping multiplied by 10. Once the kept angles
-are within half the tolerance and collision-free, they are submitted. Every angle the
+starts again from the kept angles) and the damping multiplied by 10. As soon as a kept step
+reports ``within_tolerance`` and ``collision_free`` its angles are submitted (v5; v4 waited
+for half the tolerance, a rule a policy had to compute from the distance). Every angle the
 expert sends is one a tool reported (or the start), copied, never computed in its head:
 v3's expert added ``solve_linear``'s step to the angles itself, which a small model
 imitating it could not do.
@@ -72,7 +73,6 @@ class RobotReachExpert:
         arm = self.scene.arm
         self.n = arm.n_joints
         self.lower, self.upper = list(arm.lower_deg), list(arm.upper_deg)
-        self.tol = self.public.tolerance
         self.search: Search | None = None
         self.pending: tuple[str, Call] | None = None  # my call id and the call
         self.retries = 0
@@ -100,38 +100,23 @@ class RobotReachExpert:
                 free = step
             too_long = step["largest_step_deg"] > MAX_STEP_DEG
             if not too_long and step["cost_after"] < cost:
-                note = (
-                    f"The cost fell from {cost:g} to {step['cost_after']:g} "
-                    f"({step['distance_to_target']:g} m from the target): I keep the new angles"
-                )
+                note = f"Improved, {step['distance_to_target']:g} m from the target"
                 kept_q, cost, kept = step["joint_angles"], float(step["cost_after"]), step
                 damping = max(damping / 10, MIN_DAMPING)
             else:
-                why_not = (
-                    f"The step moves a joint {step['largest_step_deg']:g} degrees, more than "
-                    f"{MAX_STEP_DEG:g}"
+                note = (
+                    f"A joint moved {step['largest_step_deg']:g} degrees, more than {MAX_STEP_DEG:g}"
                     if too_long
-                    else f"The cost rose from {cost:g} to {step['cost_after']:g}"
+                    else "Not improved"
                 )
-                note = f"{why_not}: I keep the angles {_fmt(kept_q)}"
                 damping *= 10
-            if (
-                kept is not None
-                and kept["distance_to_target"] <= self.tol / 2
-                and kept["collision_free"]
-            ):
-                clear = kept["min_clearance"]
+            # Submitted as soon as the kept angles are within tolerance and collision-free:
+            # the two flags the step reported, so the decision is read, not computed.
+            if kept is step and step["within_tolerance"] and step["collision_free"]:
                 yield (
                     "submit_angles",
                     {"joint_angles": kept_q},
-                    f"{note}. They are {kept['distance_to_target']:g} m from the target "
-                    f"(tolerance {self.tol:g} m) and "
-                    + (
-                        "there is nothing to collide with"
-                        if clear is None
-                        else f"the smallest clearance is {clear:g} m, so nothing collides"
-                    )
-                    + ": I submit them.",
+                    f"{note}, within tolerance and collision-free: I submit these angles.",
                 )
                 return
             if calls + 2 > MAX_CALLS or damping > MAX_DAMPING:
@@ -146,7 +131,9 @@ class RobotReachExpert:
             step = yield (
                 "dls_step",
                 {"joint_angles": kept_q, "damping": damping},
-                f"{note} and step again from them with damping {damping:g}.",
+                f"{note}: I step again from "
+                + ("these angles" if kept is step else f"the angles I kept, {_fmt(kept_q)},")
+                + f" with damping {damping:g}.",
             )
             calls += 1
 

@@ -123,18 +123,15 @@ def dls_step_report(scene: Scene, q: np.ndarray, damping: float, dims: int) -> d
     new = np.round(np.clip(raw, np.asarray(arm.lower_deg), np.asarray(arm.upper_deg)), 4)
     _, there = jacobian_report(scene, new, DEFAULT_MARGIN, dims)
     before, after = reach_cost(here), reach_cost(there)
+    # v5: no echo of the arguments or the step itself; the angles to copy come first.
     return {
-        "from_angles": [_r(x) for x in q],
-        "damping": damping,
-        "step": [_r(x) for x in step],
-        "largest_step_deg": _r(float(np.max(np.abs(step))), 3),
-        "held_at_limit": bool(np.any(raw < arm.lower_deg) or np.any(raw > arm.upper_deg)),
         "joint_angles": [float(x) for x in new],
+        "improved": after < before,
         "cost_before": significant(before),
         "cost_after": significant(after),
-        "improved": after < before,
+        "largest_step_deg": _r(float(np.max(np.abs(step))), 3),
+        "held_at_limit": bool(np.any(raw < arm.lower_deg) or np.any(raw > arm.upper_deg)),
         "distance_to_target": there["distance_to_target"],
-        "tolerance": there["tolerance"],
         "within_tolerance": there["within_tolerance"],
         "min_clearance": there["min_clearance"],
         "collision_free": there["collision_free"],
@@ -174,14 +171,12 @@ class RobotReachWorld(CalculatorWorld):
 
     @tool
     def forward_kinematics(self, joint_angles: JointAngles) -> ToolResult:
-        """Compute where the arm is for a set of joint angles.
+        """Joint positions (base first), end-effector pose, offset and distance to the target.
 
-        Returns every joint position (base first, end effector last), the end-effector pose,
-        the offset vector from the end effector to the target and the distance to it.
-        Collisions are not checked here; use check_collision.
+        Collisions are not checked here.
 
         Args:
-            joint_angles: one angle in degrees per joint, base to tip, each within its limits.
+            joint_angles: degrees, base to tip.
         """
         q, ev = self._evaluate(joint_angles)
         tol = self.scene.tolerance
@@ -207,13 +202,10 @@ class RobotReachWorld(CalculatorWorld):
 
     @tool
     def check_collision(self, joint_angles: JointAngles) -> ToolResult:
-        """Check a configuration for collisions with the obstacles (and between links).
-
-        Reports every collision with its penetration depth, the closest obstacle (or link) and
-        clearance of each link, and the overall minimum clearance (negative means collision).
+        """Collisions (with penetration depths), each link's clearance and the minimum clearance.
 
         Args:
-            joint_angles: one angle in degrees per joint, base to tip, each within its limits.
+            joint_angles: degrees, base to tip.
         """
         _, ev = self._evaluate(joint_angles)
         collisions = []
@@ -264,20 +256,12 @@ class RobotReachWorld(CalculatorWorld):
 
     @tool
     def jacobian(self, joint_angles: JointAngles, margin: Margin = DEFAULT_MARGIN) -> ToolResult:
-        """How the end effector and the nearest clearances move with each joint, to first order.
-
-        Returns the end effector, its offset and distance to the target, `jacobian` (one row
-        per coordinate, one column per joint: metres per degree), every link-obstacle or
-        link-link pair with clearance below `margin` (its clearance, its shortfall = margin -
-        clearance, and its gradient in metres per degree of each joint), the minimum clearance
-        and whether the arm is collision-free. A damped least-squares step dq (degrees) is
-        solve_linear with the jacobian rows (right-hand side offset_to_target), for each near
-        pair a row with its gradient (right-hand side its shortfall), and one row per joint
-        with a damping value such as 0.01 on the diagonal (right-hand side 0); the next angles
-        are joint_angles + dq, kept within the limits.
+        """First order: the offset to the target, `jacobian` (metres per degree; a row per
+        coordinate, a column per joint), and each pair closer than `margin` with its clearance,
+        shortfall (margin - clearance) and clearance gradient.
 
         Args:
-            joint_angles: one angle in degrees per joint, base to tip, each within its limits.
+            joint_angles: degrees, base to tip.
             margin: report pairs whose clearance is below this many metres.
         """
         q, _ = self._evaluate(joint_angles)
@@ -288,20 +272,16 @@ class RobotReachWorld(CalculatorWorld):
 
     @tool
     def dls_step(self, joint_angles: JointAngles, damping: Damping = 0.01) -> ToolResult:
-        """One damped least-squares (Levenberg-Marquardt) step toward the target.
+        """One damped least-squares step toward the target, pushing links out of near contacts.
 
-        Builds the system the jacobian tool describes at joint_angles (its rows, each link
-        closer than 0.01 m to a contact pushed out with weight 3, `damping` on each joint)
-        and solves it. Returns the step (degrees), the new `joint_angles` (old + step, kept
-        within the limits), `cost_before` and `cost_after` (|offset|^2 + sum of (3 x
-        shortfall)^2; lower is better), `improved`, and the distance to the target, the
-        minimum clearance and whether the arm is collision-free at the new angles. It does
-        not decide anything: keep the new angles only if they improved (then a smaller
-        damping, e.g. a tenth), otherwise retry from the old angles with a larger one.
+        Returns the new `joint_angles` (within the limits), whether the cost |offset|^2 (+ contact
+        terms) `improved`, and at the new angles the distance to the target and whether they are
+        within tolerance and collision-free. Keep improved angles (next damping a tenth); else
+        step again from the old ones with ten times the damping.
 
         Args:
-            joint_angles: one angle in degrees per joint, base to tip, each within its limits.
-            damping: how strongly the step is held back (larger: shorter, safer steps).
+            joint_angles: degrees, base to tip.
+            damping: larger gives shorter, safer steps.
         """
         q, _ = self._evaluate(joint_angles)
         out = dls_step_report(self.scene, q, damping, self.dims)
@@ -312,10 +292,10 @@ class RobotReachWorld(CalculatorWorld):
 
     @tool(final=True)
     def submit_angles(self, joint_angles: JointAngles) -> ToolResult:
-        """Submit the final joint angles; this ends the episode.
+        """Your final answer; it ends the episode.
 
         Args:
-            joint_angles: one angle in degrees per joint, base to tip, each within its limits.
+            joint_angles: degrees, base to tip.
         """
         _, ev = self._evaluate(joint_angles)
         verdict = "collision-free" if ev.collision_free else f"{len(ev.collisions)} collision(s)"
