@@ -566,23 +566,56 @@ def test_expert_solves(difficulty: str) -> None:
         r = ep.reward()
         assert ep.end_reason == "answered" and r.success
         assert r.total >= SPEC.solved_threshold
-        # check, one note_options per changed note, check, submit; every new note is one
-        # a note_options call listed for that position.
+        # check, then note_options and change_note per changed note, submit; every new note
+        # is one a note_options call listed for that position, and the answer is the voices
+        # the last change_note returned, copied.
         names = [c.name for c in ep.tool_calls]
         changed = names.count("note_options")
         assert names == [
             "check_harmony",
-            *["note_options"] * changed,
-            "check_harmony",
+            *["note_options", "change_note"] * changed,
             "submit_voices",
         ]
-        assert 1 <= changed <= int(inst.public["n_altered"]) and ep.turns == changed + 3
-        answer = ep.tool_calls[-1].arguments["voices"]
-        for c in ep.tool_calls[1:-2]:
-            chord, voice = c.arguments["chord"], c.arguments["voice"]
-            if answer[voice][chord - 1] != c.arguments["voices"][voice][chord - 1]:
-                assert answer[voice][chord - 1] in [o["note"] for o in c.data["options"]]
+        assert 1 <= changed <= int(inst.public["n_altered"]) and ep.turns == 2 * changed + 2
+        calls = ep.tool_calls[1:-1]
+        for options, change in zip(calls[::2], calls[1::2], strict=True):
+            assert change.arguments == {**options.arguments, "note": change.arguments["note"]}
+            assert change.arguments["note"] in [o["note"] for o in options.data["options"]]
+        for change, after in zip(calls[1::2], calls[2::2], strict=False):
+            assert after.arguments["voices"] == change.data["voices"]
+        assert ep.tool_calls[-1].arguments["voices"] == calls[-1].data["voices"]
+        assert calls[-1].data["errors"] == 0
         assert list(unsourced_numbers(ep.messages, ep.tools)) == []
+
+
+def test_change_note_returns_the_changed_voices_and_their_check() -> None:
+    inst = _instance(0, "easy")
+    given = inst.public["given"]
+    ep = episode_for(inst)
+    voice = "alto"
+    note = "C4" if given[voice][1] != "C4" else "E4"
+    args = {"voices": given, "chord": 2, "voice": voice, "note": note}
+    reply = step_call(ep, "change_note", args)
+    assert reply.outcome is not None and not reply.outcome.is_error, reply.text
+    new = reply.outcome.data["voices"]
+    assert new[voice][1] == note and new[voice][0] == given[voice][0]
+    assert {v: line for v, line in new.items() if v != voice} == {
+        v: line for v, line in given.items() if v != voice
+    }
+    assert json.dumps(new) in reply.text  # the whole answer, ready to copy
+    check = step_call(ep, "check_harmony", {"voices": new}, "c2")
+    assert check.outcome is not None
+    for key in ("errors", "warnings", "parallels", "changed"):
+        assert reply.outcome.data[key] == check.outcome.data[key]
+    assert reply.outcome.data["changed"] == 1
+    for bad, needle in (
+        ({**args, "chord": 9}, "does not exist"),
+        ({**args, "note": "H9"}, "alto note 2"),
+        ({**args, "voice": "counter"}, "voice"),
+    ):
+        out = step_call(ep, "change_note", bad, "bad")
+        assert out.outcome is not None and out.outcome.is_error and needle in out.text, out.text
+    assert not ep.done
 
 
 def test_on_easy_the_experts_new_note_is_mostly_the_best_option_listed() -> None:

@@ -28,7 +28,15 @@ in the open: it asks ``note_options`` for that position and takes the new note f
 list, in an order where each is the best option listed whenever there is one (on easy,
 one altered note, 19 of 20 exercises). v2's expert named the new notes from its private
 search, which SmolLM2-135M trained on its trajectories could not imitate; v3's instances
-and rewards are v2's, with the new tool in the prompt. v1 paid about 0.4 for any answer
+and rewards are v2's, with the new tool in the prompt.
+
+``change_note(voices, chord, voice, note)`` (v4) returns the voices with that one note
+changed, in full (JSON), with their check. SmolLM2-135M trained on v3's expert asked
+``note_options`` at the right place and named the best note, then passed the voices
+unchanged to ``check_harmony`` and ``submit_voices``: writing out a 20-note list with one
+note changed is the step it could not imitate. v4's expert makes each change with
+``change_note`` and submits the voices the last one returned, so its answer is a copy of
+a tool's reply. Instances and rewards are v3's. v1 paid about 0.4 for any answer
 without parallels and 0.85 on easy for freezing voices.
 """
 

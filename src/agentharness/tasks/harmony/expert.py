@@ -1,4 +1,5 @@
-"""The expert: a minimal-change repair, each new note picked from a visible ``note_options``."""
+"""The expert: a minimal-change repair, each new note picked from a visible ``note_options``
+and made with ``change_note``."""
 
 from __future__ import annotations
 
@@ -28,7 +29,11 @@ class HarmonyExpert:
     note it sends is one a tool showed it. It orders the changes so that, where possible,
     each one is the best option listed (fewest errors, then warnings): on easy exercises
     (one altered note) it is in 19 of 20; on medium and hard, where changes only work
-    together, in about half. v2's expert named the new notes from its private search.
+    together, in about half. Each change is made by ``change_note`` (v4), whose reply holds
+    the whole new set of voices: the next call and the answer copy them from there. v3's
+    expert wrote the changed voices itself, and SmolLM2-135M trained on it named the right
+    note but submitted the voices unchanged; v2's expert named the new notes from its
+    private search.
 
     What to do next is read from the conversation (which voices were checked, which
     options were asked for), so random calls interleaved by a noisy agent do not derail it.
@@ -97,24 +102,23 @@ class HarmonyExpert:
                 [ToolCall.make(call_id, "check_harmony", {"voices": self.given})],
             )
         plan = self._planned()
-        lead = ""
         for n, ((i, k), name) in enumerate(plan):
             voices = self._voices_after(n)
             args = {"voices": voices, "chord": i + 1, "voice": VOICES[k]}
             if not self._asked(messages, "note_options", args):
                 return assistant(
-                    f"{lead}I ask which notes the {VOICES[k]} could sing at chord {i + 1} "
+                    f"I ask which notes the {VOICES[k]} could sing at chord {i + 1} "
                     "and how many errors each would leave.",
                     [ToolCall.make(call_id, "note_options", args)],
                 )
-            lead = f"I take {name} for the {VOICES[k]} at chord {i + 1}. "
+            change = {**args, "note": name}
+            if not self._asked(messages, "change_note", change):
+                return assistant(
+                    f"I take {name} for the {VOICES[k]} at chord {i + 1}.",
+                    [ToolCall.make(call_id, "change_note", change)],
+                )
         fixed = self._voices_after(len(plan))
-        if not self._asked(messages, "check_harmony", {"voices": fixed}):
-            return assistant(
-                f"{lead}Checking the voices with {'these changes' if plan else 'no change'}.",
-                [ToolCall.make(call_id, "check_harmony", {"voices": fixed})],
-            )
         return assistant(
-            "The repaired voices have no errors; submitting them.",
+            "The voices the last change returned have no errors; I submit them.",
             [ToolCall.make(call_id, "submit_voices", {"voices": fixed})],
         )

@@ -190,6 +190,8 @@ class HarmonyGenerator:
             "- note_options(voices, chord, voice): every note that voice could sing at that "
             "chord (numbered from 1), with the errors and warnings the voices would have with "
             "it, fewest errors first.\n"
+            "- change_note(voices, chord, voice, note): the voices with that one note "
+            "changed, in full (as JSON), and their check.\n"
             "- submit_voices(voices): your final answer; it ends the episode.\n\n"
             'Answer format: voices = {"soprano": [...], "alto": [...], "tenor": [...], '
             f'"bass": [...]}}, each a list of {n} pitch names such as "F#4" or "Bb3".\n'

@@ -36,8 +36,9 @@ class HarmonyInteraction(Interaction[HarmonyWorld]):
                 f"You did not call a tool. Your last checked voices still have {errors} "
                 f"error(s), {parallels} of them parallel fifths/octaves (which score 0). Change "
                 "the notes named in the report to other tones of the same chord "
-                "(note_options(voices, chord, voice) lists them with the errors each leaves), "
-                "check again with check_harmony, then call submit_voices."
+                "(note_options(voices, chord, voice) lists them with the errors each leaves; "
+                "change_note(voices, chord, voice, note) makes the change and checks it), then "
+                "call submit_voices."
             )
         return (
             "You did not call a tool, so nothing happened. Start by calling check_harmony with "

@@ -3,11 +3,14 @@
 ``check_harmony`` reports every broken rule; ``note_options`` (v3) lists what one voice
 could sing at one chord and how many errors and warnings the voices would have with it,
 so a repair is chosen from numbers the agent was shown, not from a search in its head.
+``change_note`` (v4) makes one change and returns the whole new set of voices with their
+check, so an answer is copied from a tool's reply instead of edited in the agent's head.
 ``submit_voices`` answers.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -182,6 +185,36 @@ class HarmonyWorld(World):
         return ToolResult(
             text="\n".join([head, *listed]),
             data={"chord": chord, "voice": voice, "now": now, "options": options},
+        )
+
+    @tool
+    def change_note(
+        self, voices: Voices, chord: ChordNumber, voice: VoiceName, note: Note
+    ) -> ToolResult:
+        """The voices with one note changed, in full (as JSON), and their check.
+
+        Args:
+            voices: the voices to change, as for check_harmony.
+            chord: the chord's number, from 1.
+            voice: "soprano", "alto", "tenor" or "bass".
+            note: the new pitch name, e.g. "F#4".
+        """
+        if chord > self.n_chords:
+            raise ToolError(
+                f"chord {chord} does not exist: the progression has {self.n_chords} chords "
+                f"(number them 1-{self.n_chords})"
+            )
+        new = voices.model_dump()
+        old = new[voice][chord - 1]
+        new[voice][chord - 1] = note
+        report, changed, text = self._report(Voices.model_validate(new))
+        self.checks += 1
+        self.last_summary = (len(report.errors), len(report.parallels))
+        head = f"The voices with the {voice} at chord {chord} changed from {old} to {note}:"
+        return ToolResult(
+            text=f"{head}\n{json.dumps(new)}\n{text}",
+            data={"voices": new, **_counts(report, changed), "kinds": report.counts()},
+            metrics={"errors": float(len(report.errors)), "changed": float(len(changed))},
         )
 
     @tool(final=True)
