@@ -151,16 +151,30 @@ def plot_curves(work: Path, out: Path) -> list[str]:
     return written
 
 
-def group_rewards(rollouts: Path) -> list[tuple[int, str, float]]:
-    """``(step, task, mean reward)`` of every GRPO group in a ``train grpo`` rollouts log
-    (its episodes' agent is ``grpo:step<N>``; a group is one step's episodes on one instance)."""
+def grpo_groups(rollouts: Path) -> list[dict[str, Any]]:
+    """Every GRPO group of a ``train grpo`` rollouts log, in step order: its step, task,
+    instance seed and the episodes' rewards (the episodes' agent is ``grpo:step<N>``; a group
+    is one step's episodes on one instance)."""
     if not (rollouts / "episodes.jsonl").exists():
         return []
-    groups: dict[tuple[int, str, str], list[float]] = defaultdict(list)
+    groups: dict[tuple[int, str, str], list[EpisodeRecord]] = defaultdict(list)
     for r in load_runs([rollouts], allow_empty=True).records:
         step = int(r.agent.removeprefix("grpo:step"))
-        groups[(step, r.task, r.instance.instance_id)].append(r.reward.total)
-    return sorted((step, task, statistics.fmean(v)) for (step, task, _), v in groups.items())
+        groups[(step, r.task, r.instance.instance_id)].append(r)
+    return [
+        {
+            "step": step,
+            "task": task,
+            "seed": rs[0].instance.seed,
+            "rewards": [r.reward.total for r in sorted(rs, key=lambda r: r.sample)],
+        }
+        for (step, task, _), rs in sorted(groups.items())
+    ]
+
+
+def group_rewards(rollouts: Path) -> list[tuple[int, str, float]]:
+    """``(step, task, mean reward)`` of every GRPO group (see :func:`grpo_groups`)."""
+    return [(g["step"], g["task"], statistics.fmean(g["rewards"])) for g in grpo_groups(rollouts)]
 
 
 def _train_summary(model_dir: Path) -> dict[str, Any] | None:
@@ -225,6 +239,7 @@ def summary(work: Path, out: Path) -> dict[str, Any]:
         result["changes"].setdefault(
             name, {"delta": None, "ci": None, "note": f"{a} or {b} has no held-out episodes"}
         )
+    result["grpo_groups"] = grpo_groups(work / "models" / "grpo" / "rollouts")
     result["plots"] = plot_curves(work, out)
     (out / "summary.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "table.md").write_text(table(result) + "\n")
@@ -265,6 +280,23 @@ def table(result: dict[str, Any]) -> str:
         for task, t in c["tasks"].items():
             tci = f"[{t['ci'][0]:+.3f}, {t['ci'][1]:+.3f}]" if t["ci"] else "-"
             lines.append(f"| {name}: {task} | {t['delta']:+.3f} | {tci} | {t['verdict']} |")
+    if result.get("grpo_groups"):
+        lines += [
+            "",
+            "| GRPO step | task | instance (seed) | group rewards | group mean |",
+            "| ---: | --- | ---: | --- | ---: |",
+        ]
+        for g in result["grpo_groups"]:
+            rewards = g["rewards"]
+            shown = (
+                f"all {rewards[0]:.2g}"
+                if len(set(rewards)) == 1
+                else ", ".join(f"{x:.2g}" for x in rewards)
+            )
+            lines.append(
+                f"| {g['step'] + 1} | {g['task']} | {g['seed']} | {shown} | "
+                f"{statistics.fmean(rewards):.3f} |"
+            )
     return "\n".join(lines)
 
 
