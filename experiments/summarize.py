@@ -131,9 +131,9 @@ def plot_curves(work: Path, out: Path) -> list[str]:
     for step, task, mean in group_rewards(work / "models" / "grpo" / "rollouts"):
         by_task[task].append((step + 1, mean))
     if len(by_task) > 1:  # which task each group played
-        for task, points in sorted(by_task.items()):
+        for i, (task, points) in enumerate(sorted(by_task.items())):
             xs, ys = zip(*points, strict=True)
-            ax.scatter(xs, ys, marker="x", s=40, zorder=3, label=f"group: {task}")
+            ax.scatter(xs, ys, marker="x", s=60, zorder=3, color=f"C{i + 2}", label=task)
     if len(rewards) >= 3:
         k = 3
         smooth = [statistics.fmean(rewards[max(0, i - k + 1) : i + 1]) for i in range(len(rewards))]
