@@ -12,39 +12,18 @@ products, the attention over the cache and sampling can be read off.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import pstats
 import time
 
-import torch
-
-from agentharness import get_task
-from agentharness.train.grpo import EpisodeRoller, GRPOOptions
-from agentharness.train.model import load_trainable
+from group_setup import group_parser, group_roller
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default=None)
-    parser.add_argument("--task", default="robot_reach-v5")
-    parser.add_argument("--seed", type=int, default=100001, help="the instance's seed (easy)")
-    parser.add_argument("--group", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--max-turns", type=int, default=6)
-    parser.add_argument("--max-new-tokens", type=int, default=160)
+    parser = group_parser(max_turns=6)
     parser.add_argument("--rollout-dtype", default="bfloat16")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    net, tok = load_trainable(args.model)
-    opts = GRPOOptions(
-        max_turns=args.max_turns,
-        max_new_tokens=args.max_new_tokens,
-        max_completion_length=4096,
-        rollout_dtype=args.rollout_dtype,
-    )
-    roller = EpisodeRoller(net, tok, opts)
-    instance = get_task(args.task).instance(args.seed, "easy")
+    _, _, roller, instance = group_roller(args, args.rollout_dtype)
     profile = cProfile.Profile()
     started = time.perf_counter()
     profile.enable()

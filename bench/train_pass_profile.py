@@ -25,18 +25,17 @@ log-probabilities of the model's tokens are from the first variant's.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import statistics
 import time
 from typing import Any
 
 import torch
+from group_setup import group_parser, group_roller
 
-from agentharness import get_task
 from agentharness.train import grpo
-from agentharness.train.grpo import EpisodeRoller, GRPOOptions, shared_prompt_logps
-from agentharness.train.model import load_trainable, lora_config
+from agentharness.train.grpo import shared_prompt_logps
+from agentharness.train.model import lora_config
 
 VARIANTS = ("fp32", "bf16", "bf16-all", "bf16-trl-head", "bf16-lora", "bf16-nockpt")
 
@@ -89,14 +88,7 @@ def main() -> None:
     from peft import get_peft_model
     from trl.trainer.utils import add_fused_lm_head
 
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default=None)
-    parser.add_argument("--task", default="robot_reach-v5")
-    parser.add_argument("--seed", type=int, default=100001, help="the instance's seed (easy)")
-    parser.add_argument("--group", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--max-turns", type=int, default=4)
-    parser.add_argument("--max-new-tokens", type=int, default=160)
+    parser = group_parser(max_turns=4)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--variants", default=",".join(VARIANTS))
     args = parser.parse_args()
@@ -104,17 +96,9 @@ def main() -> None:
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
         parser.error(f"unknown variants {unknown}; choose from {', '.join(VARIANTS)}")
-    torch.set_num_threads(args.threads)
-    base, tok = load_trainable(args.model)
-    opts = GRPOOptions(
-        max_turns=args.max_turns,
-        max_new_tokens=args.max_new_tokens,
-        max_completion_length=4096,
-        rollout_dtype="bfloat16",
-    )
-    instance = get_task(args.task).instance(args.seed, "easy")
+    base, _, roller, instance = group_roller(args)
     t0 = time.perf_counter()
-    rollouts = EpisodeRoller(base, tok, opts).play_group(instance, args.group, seed=0)
+    rollouts = roller.play_group(instance, args.group, seed=0)
     print(f"rollouts: {time.perf_counter() - t0:.1f} s")
     batch = group_batch(rollouts)
     model_mask = batch[2]

@@ -133,3 +133,42 @@ def test_bfloat16_sampling_stays_close_to_the_float32_model(tiny: tuple[Any, Any
     assert diffs and max(diffs) < 0.25 and sum(diffs) / len(diffs) < 0.05
     with pytest.raises(ValueError, match="float32 or bfloat16"):
         sampler(net, "int3")
+
+
+def test_a_reused_bfloat16_copy_gets_the_current_weights() -> None:
+    """The copy a GRPO roller keeps between groups is refreshed in place: after the model's
+    weights change it computes what a fresh copy computes, and no float32 weight is shared."""
+    tok = tiny_tokenizer()
+    net = tiny_model(tok)
+    ids = torch.tensor([list(range(5, 25))])
+    first = sampler(net, "bfloat16")
+    with torch.no_grad():
+        for p in net.parameters():
+            p.mul_(1.5).add_(0.01)
+        again = sampler(net, "bfloat16", reuse=first)
+        assert again is first
+        assert next(again.parameters()).dtype == torch.bfloat16
+        fresh = sampler(net, "bfloat16")
+        torch.testing.assert_close(
+            again(input_ids=ids).logits, fresh(input_ids=ids).logits, atol=0, rtol=0
+        )
+        assert sampler(net, "float32", reuse=first) is net
+
+
+def test_inference_mode_decodes_the_same_tokens_as_no_grad(tiny: tuple[Any, Any]) -> None:
+    """``decode.INFERENCE_MODE`` changes autograd's bookkeeping only: same samples, same
+    log-probabilities (bench/rollout_overheads.py times the two)."""
+    from agentharness.train import decode
+
+    net, tok = tiny
+    opts = GRPOOptions(max_turns=2, max_new_tokens=10, max_completion_length=600)
+    instance = get_task("guess").instance(2, "easy")
+    played = {}
+    try:
+        for mode in (True, False):
+            decode.INFERENCE_MODE = mode
+            rollouts = EpisodeRoller(net, tok, opts).play_group(instance, 3, 1)
+            played[mode] = [(r.completion_ids, r.logprobs) for r in rollouts]
+    finally:
+        decode.INFERENCE_MODE = True
+    assert played[True] == played[False]

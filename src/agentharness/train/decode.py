@@ -34,6 +34,9 @@ from typing import Any
 from agentharness.train import TrainInputError
 
 ATTENTION = "agentharness_slots"
+# Forward passes run under torch.inference_mode (False: under no_grad; bench/rollout_overheads.py
+# times the two against each other).
+INFERENCE_MODE = True
 _registered = False
 
 
@@ -331,7 +334,9 @@ class Decoder:
         keys = torch.arange(kv_len, device=dev)
         mask = keys[None, None, None, :] <= positions[:, None, :, None]  # (B, 1, q, L)
         t0 = time.perf_counter()
-        with torch.no_grad(), self._swap:
+        # inference_mode, not just no_grad: no version counters or view tracking per op, and
+        # a decoding step is ~1,000 small ops (bench/RESULTS.md, "Decoding under inference_mode")
+        with torch.inference_mode() if INFERENCE_MODE else torch.no_grad(), self._swap:
             out = self.model(
                 input_ids=torch.tensor(ids_rows, device=dev),
                 attention_mask=mask,
@@ -356,11 +361,13 @@ class Decoder:
         return result
 
 
-def sampler(model: Any, dtype: str = "float32") -> Any:
+def sampler(model: Any, dtype: str = "float32", reuse: Any = None) -> Any:
     """The model to sample with: ``model`` itself (float32) or a bfloat16 copy of it.
 
-    A LoRA-wrapped (peft) model is merged into the copy. The copy is made per call, so it
-    always has the current weights (a GRPO step makes one per rollout batch, ~1 s).
+    The copy always has ``model``'s current weights. ``reuse``, a copy an earlier call made
+    of this same model, is refreshed in place (its weights overwritten) instead of copying
+    the model again: ~0.1 s instead of ~1 s a GRPO step (bench/RESULTS.md). A LoRA-wrapped
+    (peft) model is merged into a fresh copy every time.
     """
     import torch
 
@@ -368,6 +375,11 @@ def sampler(model: Any, dtype: str = "float32") -> Any:
         return model
     if dtype not in ("bfloat16", "bf16"):
         raise TrainInputError(f"unknown sampling dtype {dtype!r}; choose float32 or bfloat16")
+    if reuse is not None and not hasattr(model, "merge_and_unload"):
+        with torch.no_grad():
+            for copied, current in zip(reuse.parameters(), model.parameters(), strict=True):
+                copied.copy_(current)
+        return reuse
     clone = copy.deepcopy(model)
     if hasattr(clone, "merge_and_unload"):
         clone = clone.merge_and_unload()

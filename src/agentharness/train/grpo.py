@@ -193,6 +193,7 @@ class EpisodeRoller:
         self.eos_ids = eos_ids(model, tokenizer)
         self.forward_passes = 0  # of the last play_group (bench/generation.py reports it)
         self.stats: dict[str, list[float]] = {}  # its Decoder's: time in decoding steps and reads
+        self._sampling_copy: Any = None  # the bfloat16 copy, refreshed for each group
 
     def budgets(self, instance: Instance) -> Budgets:
         own = get_task(instance.task).interaction.budgets
@@ -221,7 +222,10 @@ class EpisodeRoller:
         self.model.eval()
         try:
             with torch.no_grad(), class_forward(self.model):
-                decoder = Decoder(sampler(self.model, self.opts.rollout_dtype), n)
+                self._sampling_copy = sampler(
+                    self.model, self.opts.rollout_dtype, reuse=self._sampling_copy
+                )
+                decoder = Decoder(self._sampling_copy, n)
                 root = decoder.open()
                 first = decoder.step({root: prompt_ids})[root]
                 for row, seq in zip(rows, decoder.fork(root, n), strict=True):

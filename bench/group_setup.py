@@ -1,0 +1,47 @@
+"""What the benches that play one GRPO group share: their arguments and the roller.
+
+``rollout_profile.py``, ``rollout_overheads.py`` and ``train_pass_profile.py`` each play
+a group of one instance at difficulty easy with the bundled model (or ``--model``) and a
+bfloat16 sampling copy, as ``train grpo`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import torch
+
+from agentharness import get_task
+from agentharness.core.instance import Instance
+from agentharness.train.grpo import EpisodeRoller, GRPOOptions
+from agentharness.train.model import load_trainable
+
+
+def group_parser(max_turns: int) -> argparse.ArgumentParser:
+    """The arguments every group bench takes (a script adds its own)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default=None, help="default: the bundled SmolLM2-135M")
+    parser.add_argument("--task", default="robot_reach-v5")
+    parser.add_argument("--seed", type=int, default=100001, help="the instance's seed (easy)")
+    parser.add_argument("--group", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-turns", type=int, default=max_turns)
+    parser.add_argument("--max-new-tokens", type=int, default=160)
+    return parser
+
+
+def group_roller(
+    args: argparse.Namespace, rollout_dtype: str = "bfloat16"
+) -> tuple[Any, Any, EpisodeRoller, Instance]:
+    """The model, its tokenizer, a roller playing as ``train grpo`` does, and the instance."""
+    torch.set_num_threads(args.threads)
+    net, tok = load_trainable(args.model)
+    opts = GRPOOptions(
+        max_turns=args.max_turns,
+        max_new_tokens=args.max_new_tokens,
+        max_completion_length=4096,
+        rollout_dtype=rollout_dtype,
+    )
+    instance = get_task(args.task).instance(args.seed, "easy")
+    return net, tok, EpisodeRoller(net, tok, opts), instance

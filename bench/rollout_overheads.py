@@ -1,0 +1,83 @@
+"""Two per-group overheads of GRPO rollouts, each A/B in one process.
+
+1. The bfloat16 sampling copy: a fresh deep copy of the model (what every group made
+   before) against refreshing the copy the roller keeps (``sampler(..., reuse=...)``);
+   median of ``--copies`` calls each.
+2. Decoding under ``torch.inference_mode`` against ``torch.no_grad``: the same group (same
+   instance, same sampling seed) played with ``decode.INFERENCE_MODE`` on and off,
+   alternating; per round the wall time, the seconds per decoding step and in reading
+   passes, and whether both modes sampled the same tokens (they must: the arithmetic is
+   the same, only autograd's bookkeeping differs).
+
+    python bench/rollout_overheads.py --model experiments/out/v16/models/sft/final \\
+        --task robot_reach-v5 --seed 100001 --rounds 3
+
+``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from group_setup import group_parser, group_roller
+
+from agentharness.train import decode
+from agentharness.train.decode import sampler
+
+MODES = {"inference_mode": True, "no_grad": False}
+
+
+def main() -> None:
+    parser = group_parser(max_turns=4)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--copies", type=int, default=5)
+    args = parser.parse_args()
+    net, _, roller, instance = group_roller(args)
+    kept = sampler(net, "bfloat16")
+    times: dict[str, list[float]] = {"fresh copy": [], "refreshed copy": []}
+    for _ in range(args.copies):
+        for kind in times:
+            started = time.perf_counter()
+            sampler(net, "bfloat16", reuse=kept if kind == "refreshed copy" else None)
+            times[kind].append(time.perf_counter() - started)
+    for kind, seconds in times.items():
+        print(f"{kind}: {statistics.median(seconds):.3f} s (median of {args.copies})")
+    del kept
+    roller.play_group(instance, args.group, seed=0)  # warm-up, untimed
+    walls: dict[str, list[float]] = {m: [] for m in MODES}
+    step_ms: dict[str, list[float]] = {m: [] for m in MODES}
+    tokens: dict[str, list[list[int]]] = {}
+    print(f"{instance.task} seed {args.seed}, group {args.group}, {args.threads} thread(s)")
+    for r in range(args.rounds):
+        order = list(MODES) if r % 2 == 0 else list(reversed(MODES))
+        for mode in order:
+            decode.INFERENCE_MODE = MODES[mode]
+            started = time.perf_counter()
+            rollouts = roller.play_group(instance, args.group, seed=0)
+            wall = time.perf_counter() - started
+            passes, _, seconds = roller.stats["decode"]
+            reads, read_tokens, read_s = roller.stats["read"]
+            walls[mode].append(wall)
+            step_ms[mode].append(1000 * seconds / passes)
+            tokens[mode] = [list(ro.completion_ids) for ro in rollouts]
+            print(
+                f"round {r} {mode:>14}: wall {wall:.1f} s, {int(passes)} decoding steps "
+                f"{1000 * seconds / passes:.1f} ms each, {int(reads)} reads ({int(read_tokens)} "
+                f"tokens) {read_s:.1f} s"
+            )
+        print(f"  same tokens in both modes: {tokens['inference_mode'] == tokens['no_grad']}")
+    base_wall, base_step = (
+        statistics.median(walls["no_grad"]),
+        statistics.median(step_ms["no_grad"]),
+    )
+    for mode in MODES:
+        wall, step = statistics.median(walls[mode]), statistics.median(step_ms[mode])
+        print(
+            f"{mode:>14}: wall {wall:.1f} s (median), {step:.1f} ms a decoding step; "
+            f"vs no_grad {base_wall / wall:.2f}x wall, {base_step / step:.2f}x per step"
+        )
+
+
+if __name__ == "__main__":
+    main()
