@@ -146,6 +146,9 @@ _fragments = st.sampled_from(
         "1e999",
         "NaN",
         "{'a': 1,}",
+        "...",
+        "b''",
+        "1j",
         "\n",
         " ",
     ]
@@ -158,6 +161,17 @@ def test_never_raises_on_tool_call_like_text(parts: list[str]) -> None:
     parsed = parse_turn(text("".join(parts)))
     for call in parsed.calls:
         assert isinstance(call.name, str) and isinstance(call.arguments, dict)
+        json.dumps(call.arguments)  # what the episode log will write
+
+
+def test_python_literals_json_cannot_hold_are_format_errors() -> None:
+    # `...` is a valid Python literal (Ellipsis); a model's "[1, ...]" once reached the
+    # episode log and ended a GRPO run when the record failed to encode.
+    for arguments in ("{'x': [1, ...]}", "{'x': b'a'}", "{'x': 1j}", "{'x': {1, 2}}"):
+        parsed = parse_turn(
+            text(f"<tool_call>{{'name': 'f', 'arguments': {arguments}}}</tool_call>")
+        )
+        assert not parsed.calls and parsed.errors, arguments
 
 
 @settings(max_examples=300, deadline=None)

@@ -311,15 +311,18 @@ def loads_lenient(text: str) -> Any:
 
 
 def _pythonish(v: Any) -> Any:
-    if isinstance(v, tuple):
-        return [_pythonish(x) for x in v]
-    if isinstance(v, list):
+    """A Python literal as JSON data; ``ValueError`` for anything JSON cannot hold.
+
+    Only JSON's own types pass: a model's ``[1, ...]`` parses to ``Ellipsis``, which would
+    reach the episode log and fail its JSON encoding (it once ended a GRPO run).
+    """
+    if isinstance(v, tuple | list):
         return [_pythonish(x) for x in v]
     if isinstance(v, dict):
         return {str(k): _pythonish(x) for k, x in v.items()}
-    if isinstance(v, set | frozenset | bytes | complex):
-        raise ValueError("not JSON-like")
-    return v
+    if v is None or isinstance(v, str | bool | int | float):
+        return v
+    raise ValueError(f"not JSON-like: {type(v).__name__}")
 
 
 def _clip(s: str, n: int = 160) -> str:
