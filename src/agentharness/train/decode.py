@@ -366,8 +366,9 @@ def sampler(model: Any, dtype: str = "float32", reuse: Any = None) -> Any:
 
     The copy always has ``model``'s current weights. ``reuse``, a copy an earlier call made
     of this same model, is refreshed in place (its weights overwritten) instead of copying
-    the model again: ~0.1 s instead of ~1 s a GRPO step (bench/RESULTS.md). A LoRA-wrapped
-    (peft) model is merged into a fresh copy every time.
+    the model again (0.04 s instead of 0.12 s for SmolLM2-135M here, bench/RESULTS.md; no
+    new 270 MB allocation per group). A LoRA-wrapped (peft) model is merged into a fresh
+    copy every time.
     """
     import torch
 
