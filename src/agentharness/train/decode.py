@@ -335,7 +335,7 @@ class Decoder:
         mask = keys[None, None, None, :] <= positions[:, None, :, None]  # (B, 1, q, L)
         t0 = time.perf_counter()
         # inference_mode, not just no_grad: no version counters or view tracking per op, and
-        # a decoding step is ~1,000 small ops (bench/RESULTS.md, "Decoding under inference_mode")
+        # a decoding step is ~1,000 small ops (bench/RESULTS.md, "Two rollout overheads")
         with torch.inference_mode() if INFERENCE_MODE else torch.no_grad(), self._swap:
             out = self.model(
                 input_ids=torch.tensor(ids_rows, device=dev),
