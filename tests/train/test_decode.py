@@ -137,7 +137,7 @@ def test_bfloat16_sampling_stays_close_to_the_float32_model(tiny: tuple[Any, Any
 
 def test_a_reused_bfloat16_copy_gets_the_current_weights() -> None:
     """The copy a GRPO roller keeps between groups is refreshed in place: after the model's
-    weights change it computes what a fresh copy computes, and no float32 weight is shared."""
+    weights change it computes exactly what a fresh copy computes."""
     tok = tiny_tokenizer()
     net = tiny_model(tok)
     ids = torch.tensor([list(range(5, 25))])
