@@ -3,7 +3,8 @@
 What a GRPO step and an SFT example pay for is tokens: the prompt (once per group), every
 tool reply and every model turn (with gradients in the training pass). This plays the
 expert on ``-n`` instances per task, renders each episode as the ``local`` agent and
-``export sft --tool-format text`` do, and counts SmolLM2's tokens per part (medians):
+``export sft --tool-format text`` do, and counts SmolLM2's tokens per part (medians; the longest
+expert turn is the maximum over the instances):
 
     python bench/prompt_tokens.py --tasks harmony,thermal,robot_reach,escape_room -n 20
 
@@ -42,11 +43,12 @@ def main() -> None:
     def count(text: str) -> int:
         return len(tok(text)["input_ids"])
 
-    print("| task | prompt | tool replies | expert turns | turns | reward |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| task | prompt | tool replies | expert turns | turns | longest turn | reward |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name in args.tasks.split(","):
         spec = get_task(name)
-        parts: dict[str, list[float]] = {k: [] for k in ("prompt", "tool", "expert", "turns", "r")}
+        keys = ("prompt", "tool", "expert", "turns", "longest", "r")
+        parts: dict[str, list[float]] = {k: [] for k in keys}
         for seed in range(args.n):
             instance = spec.instance(seed, args.difficulty)
             episode, timings = asyncio.run(run_one(instance, ExpertAgent().policy(instance)))
@@ -62,11 +64,14 @@ def main() -> None:
                 sum(count(m["content"]) for m in rest if m["role"] == "assistant")
             )
             parts["turns"].append(sum(m["role"] == "assistant" for m in rest))
+            parts["longest"].append(
+                max(count(m["content"]) for m in rest if m["role"] == "assistant")
+            )
             parts["r"].append(record.reward.total)
         med = {k: statistics.median(v) for k, v in parts.items()}
         print(
             f"| {spec.id} | {med['prompt']:.0f} | {med['tool']:.0f} | {med['expert']:.0f} | "
-            f"{med['turns']:g} | {statistics.fmean(parts['r']):.3f} |"
+            f"{med['turns']:g} | {max(parts['longest']):.0f} | {statistics.fmean(parts['r']):.3f} |"
         )
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 BOOTCAMP = str(Path(sys.executable).with_name("bootcamp"))
 EXPERTS = [
-    ("robot_reach-v5", 100001),
+    ("robot_reach-v6", 100001),
     ("harmony-v3", 1000),
     ("thermal-v3", 1000),
     ("escape_room-v1", 1000),
@@ -127,7 +127,7 @@ def main() -> None:
             profile = str(Path(__file__).with_name("train_pass_profile.py"))
             for mode in MODES:
                 out, usage = run(
-                    [sys.executable, profile, "--task", "robot_reach-v5", "--seed", "100001",
+                    [sys.executable, profile, "--task", "robot_reach-v6", "--seed", "100001",
                      "--threads", "2", "--rounds", "2", "--variants", "bf16"],
                     mode,
                 )  # fmt: skip

@@ -23,7 +23,7 @@ from agentharness.core.task import TaskConfigError
 from agentharness.imitability import imitability_check, unsourced_numbers
 from agentharness.tasks.robot_reach import TASK as SPEC
 from agentharness.tasks.robot_reach.config import RobotReachConfig
-from agentharness.tasks.robot_reach.expert import RobotReachExpert
+from agentharness.tasks.robot_reach.expert import STEPS_PER_START, RobotReachExpert
 from agentharness.tasks.robot_reach.interaction import par_tool_calls
 from agentharness.tasks.robot_reach.problem import Hidden, Public
 from agentharness.tasks.robot_reach.reward import (
@@ -414,8 +414,11 @@ def test_reach_score_and_shaped_radius() -> None:
     assert mid == pytest.approx(PARTIAL_CAP * 0.25)
     assert reach_score(0.1, 0.05, 0.5) > mid > reach_score(0.4, 0.05, 0.5) > 0.0
     scene = scene_from_public(public(_handmade()))  # reach 2 m
-    assert shaped_radius(scene, 10.0) == pytest.approx(SHAPE_FRAC * 2.0)
+    # The nearest collision-free simple pose, [60, 0], is 0.732 m away: half of that bounds
+    # the radius (v6), below a quarter of the reach (0.5 m); a nearer start bounds it more.
+    assert shaped_radius(scene, 10.0) == pytest.approx(START_FRAC * (math.sqrt(3) - 1))
     assert shaped_radius(scene, 0.6) == pytest.approx(START_FRAC * 0.6)
+    assert START_FRAC * (math.sqrt(3) - 1) < SHAPE_FRAC * 2.0
 
 
 def test_partial_credit_is_measured_against_the_start() -> None:
@@ -589,6 +592,7 @@ def test_tools_offered() -> None:
         "jacobian",
         "solve_linear",
         "dls_step",
+        "start_poses",
         "calculate",
         "submit_angles",
     }
@@ -601,6 +605,7 @@ def test_tools_offered() -> None:
     assert args["solve_linear"] == {"a", "b"}
     assert args["dls_step"] == {"joint_angles", "damping"}
     assert args["calculate"] == {"expression"}
+    assert args["start_poses"] == set()
 
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
@@ -759,10 +764,55 @@ def test_dls_step_holds_angles_at_the_limits_and_rejects_bad_arguments() -> None
     assert not ep.done
 
 
-# -- expert ------------------------------------------------------------------------
+def test_start_poses_ranks_simple_poses_by_where_a_few_steps_lead() -> None:
+    # On the handmade arm the simple pose nearest the target, [60, 0], is on the circle's
+    # wrong side: damped steps from it stall. The tool lists first the elbow-up pose from
+    # which four steps reach the target, then the others by the distance their steps reach.
+    inst = _handmade()
+    scene = RobotReachWorld(inst).scene
+    simple = [
+        (a, b) for a in (-120.0, -60.0, 0.0, 60.0, 120.0) for b in (-150.0, -75.0, 0.0, 75.0, 150.0)
+    ]
+    ep = episode_for(inst)
+    reply = step_call(ep, "start_poses")
+    assert reply.outcome is not None and not reply.outcome.is_error
+    assert json.loads(reply.text) == reply.outcome.data
+    poses = reply.outcome.data["poses"]
+    assert len(poses) == 3
+    for pose in poses:
+        assert tuple(pose["joint_angles"]) in simple
+        assert scene.evaluate(np.asarray(pose["joint_angles"])).collision_free
+    assert poses[0]["joint_angles"] == [120.0, -75.0]
+    assert poses[0]["distance_after_4_steps"] <= 0.05 < poses[1]["distance_after_4_steps"]
+    reached = [p["distance_after_4_steps"] for p in poses]
+    assert reached == sorted(reached)
+    assert [60.0, 0.0] in [p["joint_angles"] for p in poses[1:]]  # nearest, but it stalls
+    # An obstacle on the base: every pose collides, and the tool says where to start instead.
+    blocked = episode_for(_handmade(obstacles=[{"center": [0.0, 0.0], "radius": 0.2}]))
+    error = step_call(blocked, "start_poses")
+    assert error.outcome is not None and error.outcome.is_error
+    assert "rest pose" in error.text and not blocked.done
 
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_submitting_a_listed_start_pose_earns_next_to_nothing(difficulty: str) -> None:
+    # The tool ranks starts; it does not answer. Its first pose, submitted as is, is far
+    # from the target (outside the partial-credit radius almost always).
+    totals = []
+    for seed in range(8):
+        ep = episode_for(SPEC.instance(seed, difficulty))
+        listed = step_call(ep, "start_poses", call_id="s")
+        assert listed.outcome is not None
+        first = listed.outcome.data["poses"][0]["joint_angles"]
+        step_call(ep, "submit_angles", {"joint_angles": first}, "a")
+        totals.append(ep.reward().total)
+    assert statistics.fmean(totals) < 0.05, totals
+
+
+# -- expert ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium"])
 def test_expert_and_noisy_expert_solve(difficulty: str) -> None:
     results = []
     for agent in (ExpertAgent(), NoisyAgent(0.5)):
@@ -772,15 +822,31 @@ def test_expert_and_noisy_expert_solve(difficulty: str) -> None:
             assert ep.end_reason == "answered"
             results.append((ep.reward().total, ep))
     assert all(total >= SPEC.solved_threshold for total, _ in results)
-    for _, ep in results[:3]:  # the clean expert: dls_step..., submit
+    for _, ep in results[:3]:  # the clean expert: start_poses, dls_step..., submit
         names = [r.name for r in ep.tool_calls]
-        assert set(names[:-1]) == {"dls_step"} and names[-1] == "submit_angles"
+        assert names[0] == "start_poses" and names[-1] == "submit_angles"
+        assert set(names[1:-1]) == {"dls_step"}
         assert len(names) <= par_tool_calls(public(ep.instance).n_joints)
         assert not any(r.is_error for r in ep.tool_calls)
+        # It starts from the first pose start_poses listed.
+        listed = ep.tool_calls[0].data["poses"]
+        assert ep.tool_calls[1].arguments["joint_angles"] == listed[0]["joint_angles"]
         final = ep.tool_calls[-1].arguments["joint_angles"]
         # Angles a step reported (copied, not computed), none of them the hidden solution.
-        assert final in [r.data["joint_angles"] for r in ep.tool_calls[:-1]]
+        assert final in [r.data["joint_angles"] for r in ep.tool_calls[1:-1]]
         assert final != list(hidden(ep.instance).solution)
+
+
+def test_expert_on_hard_solves_some_and_never_collides() -> None:
+    # From the listed poses alone (no privileged start since v6) the expert solves about half
+    # of the hard instances; whatever it submits is collision-free.
+    solved = []
+    for seed in range(100, 106):
+        ep = run_expert(SPEC.instance(seed, "hard"))
+        assert ep.end_reason == "answered"
+        assert ep.reward().component("collision_free") == 1.0
+        solved.append(ep.reward().success)
+    assert sum(solved) >= 2, solved
 
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
@@ -805,7 +871,8 @@ def test_expert_steps_around_the_obstacle_on_the_handmade_arm() -> None:
     ep = run_expert(inst)
     assert ep.reward().success
     names = [r.name for r in ep.tool_calls]
-    assert set(names[:-1]) == {"dls_step"} and names[-1] == "submit_angles"
+    assert names[0] == "start_poses" and names[-1] == "submit_angles"
+    assert set(names[1:-1]) == {"dls_step"}
     assert list(unsourced_numbers(ep.messages, ep.tools)) == []
 
 
@@ -835,9 +902,9 @@ def test_expert_search_keeps_good_steps_and_damps_bad_ones() -> None:
     assert name == "dls_step" and args == {"joint_angles": [10.0, 20.0], "damping": 0.01}
     name, args, text = search.send(step(0.25, 0.1, [15.0, 19.0], 0.3))  # better: kept
     assert name == "dls_step" and args == {"joint_angles": [15.0, 19.0], "damping": 0.001}
-    assert (
-        text
-        == "Improved, 0.3 m from the target: I step again from these angles with damping 0.001."
+    assert text == (
+        "Improved, 0.3 m from the target, not within tolerance, collision-free: "
+        "I step again from these angles with damping 0.001."
     )
     name, args, text = search.send(step(0.1, 0.2, [16.0, 18.0], 0.4))  # worse: dropped
     assert name == "dls_step" and args == {"joint_angles": [15.0, 19.0], "damping": 0.01}
@@ -846,7 +913,41 @@ def test_expert_search_keeps_good_steps_and_damps_bad_ones() -> None:
     assert name == "dls_step" and args == {"joint_angles": [15.0, 19.0], "damping": 0.1}
     name, args, text = search.send(step(0.1, 0.0001, [12.0, 20.0], 0.01))  # better, close
     assert name == "submit_angles" and args == {"joint_angles": [12.0, 20.0]}
-    assert "within tolerance and collision-free" in text
+    assert text.endswith("within tolerance, collision-free: I submit these angles.")
+
+
+def test_expert_tries_the_next_listed_pose_when_a_start_does_not_converge() -> None:
+    # Made-up replies: STEPS_PER_START steps that never reach the target, then the expert
+    # steps from the second listed pose; the flags it was shown are what it says.
+    expert = RobotReachExpert(_handmade())
+    plan = expert._plan()
+    name, args, _ = next(plan)
+    assert (name, args) == ("start_poses", {})
+    poses = [[10.0, 20.0], [-30.0, 40.0], [50.0, -60.0]]
+    name, args, text = plan.send(
+        {"poses": [{"joint_angles": q, "distance_to_target": 0.5} for q in poses]}
+    )
+    assert args == {"joint_angles": poses[0], "damping": 0.01} and "[10, 20]" in text
+    stuck = {
+        "cost_before": 0.25,
+        "cost_after": 0.25,
+        "joint_angles": [11.0, 21.0],
+        "largest_step_deg": 1.0,
+        "distance_to_target": 0.5,
+        "within_tolerance": False,
+        "min_clearance": 0.5,
+        "collision_free": True,
+    }
+    for _ in range(STEPS_PER_START - 1):
+        name, args, text = plan.send(stuck)
+        assert name == "dls_step" and args["joint_angles"] == poses[0]
+        assert text.startswith("Not improved")
+    name, args, text = plan.send(stuck)
+    assert name == "dls_step" and args == {"joint_angles": poses[1], "damping": 0.01}
+    assert "next pose, [-30, 40]" in text
+    name, args, text = plan.send({**stuck, "cost_after": 0.1, "joint_angles": [-29.0, 41.0]})
+    assert args == {"joint_angles": [-29.0, 41.0], "damping": 0.001}
+    assert text.startswith("Improved, 0.5 m from the target, not within tolerance, collision-free")
 
 
 def test_expert_gives_up_with_its_closest_collision_free_angles() -> None:

@@ -1,4 +1,4 @@
-"""robot_reach: move an articulated arm's end effector onto a target (robot_reach-v5).
+"""robot_reach: move an articulated arm's end effector onto a target (robot_reach-v6).
 
 A planar (2-D, circular obstacles) or spatial (3-D, alternating yaw/pitch joints,
 spherical obstacles) serial arm of 2-7 revolute links with joint limits, resting at a
@@ -33,16 +33,28 @@ to start, decides whether a step helped (and the damping), and tells when it is 
 A start far from any collision-free reaching pose converges to a wrong local minimum, so
 choosing the start (which elbow, which side of an obstacle) stays the hard part: the
 expert's search from the rest pose alone solves 2, 5 and 3 of 20 instances at easy,
-medium and hard, from the straight pose 12, 10 and 8. Every call, computations included,
+medium and hard, from the straight pose 12, 10 and 8, from the first pose
+``start_poses`` lists (v6) 20, 20 and 19. Every call, computations included,
 counts towards the efficiency credit.
 
-Reward (unchanged since v2, see :mod:`.reward`): 0 for an answer that collides or is
-invalid; 0.9-1.0 within the tolerance (efficiency pays only then); otherwise partial
-credit only inside a shaped radius around the target (a quarter of the arm's reach and
-half the start's distance), at most 0.45 and falling quadratically to 0 at that radius,
+Reward (see :mod:`.reward`): 0 for an answer that collides or is invalid; 0.9-1.0
+within the tolerance (efficiency pays only then); otherwise partial credit only inside a
+shaped radius around the target (a quarter of the arm's reach, half the start's distance
+and, since v6, half the nearest collision-free simple pose's), at most 0.45 and falling quadratically to 0 at that radius,
 so a collision-free answer anywhere else, the start, straight or limit pose earn
 nothing. Harder levels add links, obstacles closer to the only feasible pose (12 on hard,
 4 cm off it), narrow passages and a third dimension.
+
+v6 (instances those of v2-v5) adds ``start_poses()``: collision-free simple poses (each
+joint at 0, half its limit or its limit) to start from, ranked by how close four damped
+least-squares steps from each get (the 60 nearest the target are looked ahead from), with
+that distance reported. Its expert starts from the first pose listed and moves on to the
+next after four steps that do not reach the target, so its choice of start is read off a
+tool's reply instead of made privately from the hidden solution, and each step it takes
+says both flags aloud. At easy, medium and hard it solves 20, 20 and 19 of 20 instances in
+4.0, 4.3 and 5.0 turns on average. The partial-credit radius is now also at most half the
+distance of the nearest collision-free simple pose, so submitting a listed pose unsolved
+earns nothing (with v5's radius it earned 0.13 on average at easy).
 
 v5 (instances and rewards those of v2-v4) spends a third fewer prompt tokens: the tools
 are described once, tersely, in their schemas (the prompt no longer lists them again),

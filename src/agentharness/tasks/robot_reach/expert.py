@@ -18,14 +18,18 @@ expert sends is one a tool reported (or the start), copied, never computed in it
 v3's expert added ``solve_linear``'s step to the angles itself, which a small model
 imitating it could not do.
 
-The start is one of a few simple poses stated as visible numbers: the rest pose from the
-prompt, the straight pose, or each joint at 0, half its limit or its limit. Choosing the
-start is where the expert plans with privileged knowledge: it runs the search privately
-from the rest pose, the straight pose and the ten such grid poses nearest the hidden
-solution, and plays the one that reaches the target in the fewest calls. Every number it
-sends is one it read in the conversation (or a damping a power of ten from the last);
-nothing is copied from the hidden solution, and there is no hidden fallback: when no start
-converges it submits the closest collision-free angles its search found.
+The start is the first pose ``start_poses`` lists (v6): collision-free simple poses, each
+joint at 0, half its limit or its limit, ranked by how close four damped steps from each
+get. When ``STEPS_PER_START`` steps from a start have not reached the target (or the
+damping has grown past 100) it moves on to the next listed pose, and when none converges
+it submits the closest collision-free angles a step reported. Every number it sends is
+one it read in the conversation (or a damping a power of ten from the last), and every
+decision is read off what a tool reported, so nothing it does depends on the hidden
+solution. Each step's narration states both flags ("0.12 m from the target, not within
+tolerance, collision-free"), so the decision to step again or submit follows words the
+model has just written. (v3-v5's expert chose its start privately: it rehearsed the
+search from a dozen simple poses nearest the hidden solution and played the quickest.
+SmolLM2 trained on those episodes guessed a start, always took two steps and submitted.)
 
 It reads its own calls' results from ``messages`` (matched by call id), so random calls
 interleaved by a noisy agent do not derail it; a failed call is repeated.
@@ -33,26 +37,22 @@ interleaved by a noisy agent do not derail it; a failed call is repeated.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Generator
 from typing import Any
 
-import numpy as np
-
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
-from agentharness.tasks.robot_reach.problem import Hidden, Public
-from agentharness.tasks.robot_reach.simulator import scene_from_public
-from agentharness.tasks.robot_reach.tools import DEFAULT_MARGIN, dls_step_report, jacobian_report
+from agentharness.tasks.robot_reach.problem import Public
+from agentharness.tasks.robot_reach.tools import (
+    DAMPING,
+    MAX_DAMPING,
+    MAX_STEP_DEG,
+    MIN_DAMPING,
+    keeps,
+)
 
-DAMPING = 0.01  # the damping the dls_step tool defaults to
-MIN_DAMPING = 0.0001
-MAX_DAMPING = 100.0
-MAX_STEP_DEG = 30.0
-# The search's own calls, the final answer included (the interaction allows 60).
-MAX_CALLS = 24
-# Grid starts tried privately besides the rest and the straight pose.
-GRID_STARTS = 10
+# dls_step calls from one start before the expert moves on to the next listed pose.
+STEPS_PER_START = 4
 RETRIES = 3
 
 Call = tuple[str, dict[str, Any], str]  # tool name, arguments, what the expert says
@@ -64,15 +64,11 @@ def _fmt(q: list[float]) -> str:
 
 
 class RobotReachExpert:
-    """Damped least squares through the ``dls_step`` tool."""
+    """Damped least squares through the ``dls_step`` tool, from the poses ``start_poses`` lists."""
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
         self.public = instance.public_as(Public)
-        self.scene = scene_from_public(self.public)
-        arm = self.scene.arm
-        self.n = arm.n_joints
-        self.lower, self.upper = list(arm.lower_deg), list(arm.upper_deg)
         self.search: Search | None = None
         self.pending: tuple[str, Call] | None = None  # my call id and the call
         self.retries = 0
@@ -80,54 +76,91 @@ class RobotReachExpert:
 
     # -- the search ----------------------------------------------------------------------
 
-    def _search(self, start: list[float], why: str) -> Search:
-        """The calls of one search from ``start``; each yield receives that call's result."""
+    def _plan(self) -> Search:
+        """The whole episode's calls; each yield receives that call's result."""
+        listed = yield (
+            "start_poses",
+            {},
+            "I list the collision-free simple poses closest to the target to start from.",
+        )
+        poses = [p["joint_angles"] for p in listed["poses"]]
+        # The closest collision-free angles seen: the answer if every start gives up.
+        free: dict[str, Any] | None = None
+        for k, start in enumerate(poses):
+            why = (
+                f"The closest is {_fmt(start)}."
+                if k == 0
+                else f"That start is not converging, so I try the next pose, {_fmt(start)}."
+            )
+            outcome = yield from self._search(start, why)
+            if outcome["solved"]:
+                return
+            best = outcome["free"]
+            if best is not None and (
+                free is None or best["distance_to_target"] < free["distance_to_target"]
+            ):
+                free = best
+        best = free if free is not None else {"joint_angles": poses[0], "distance_to_target": None}
+        away = (
+            f" ({best['distance_to_target']:g} m from the target)"
+            if best["distance_to_target"] is not None
+            else ""
+        )
+        yield (
+            "submit_angles",
+            {"joint_angles": best["joint_angles"]},
+            f"No start converged, so I submit the closest collision-free angles I found{away}.",
+        )
+
+    def _search(
+        self, start: list[float], why: str
+    ) -> Generator[Call, dict[str, Any], dict[str, Any]]:
+        """Steps from ``start`` until within tolerance (submitted) or giving up on it."""
         damping = DAMPING
         step = yield (
             "dls_step",
             {"joint_angles": start, "damping": damping},
             f"{why} I take a damped least-squares step from there (damping {damping:g}).",
         )
-        calls = 1
+        steps = 1
         kept_q, cost = start, float(step["cost_before"])
         kept: dict[str, Any] | None = None  # the step that reached kept_q, if one did
-        # The closest collision-free angles seen: the answer if the search gives up.
-        free: dict[str, Any] | None = None
+        free: dict[str, Any] | None = None  # the closest collision-free step of this search
         while True:
             if step["collision_free"] and (
                 free is None or step["distance_to_target"] < free["distance_to_target"]
             ):
                 free = step
             too_long = step["largest_step_deg"] > MAX_STEP_DEG
-            if not too_long and step["cost_after"] < cost:
-                note = f"Improved, {step['distance_to_target']:g} m from the target"
+            if keeps(step, cost):
                 kept_q, cost, kept = step["joint_angles"], float(step["cost_after"]), step
                 damping = max(damping / 10, MIN_DAMPING)
             else:
-                note = (
-                    f"A joint moved {step['largest_step_deg']:g} degrees, more than {MAX_STEP_DEG:g}"
-                    if too_long
-                    else "Not improved"
-                )
                 damping *= 10
-            # Submitted as soon as the kept angles are within tolerance and collision-free:
-            # the two flags the step reported, so the decision is read, not computed.
+            # The decision is read off the two flags the step reported, and said aloud.
+            flags = (
+                ("within tolerance" if step["within_tolerance"] else "not within tolerance")
+                + ", "
+                + ("collision-free" if step["collision_free"] else "colliding")
+            )
+            if kept is step:
+                note = f"Improved, {step['distance_to_target']:g} m from the target, {flags}"
+            elif too_long:
+                note = (
+                    f"A joint moved {step['largest_step_deg']:g} degrees, more than "
+                    f"{MAX_STEP_DEG:g}, so I keep the old angles"
+                )
+            else:
+                note = "Not improved, so I keep the old angles"
             if kept is step and step["within_tolerance"] and step["collision_free"]:
                 yield (
                     "submit_angles",
                     {"joint_angles": kept_q},
-                    f"{note}, within tolerance and collision-free: I submit these angles.",
+                    f"{note}: I submit these angles.",
                 )
-                return
-            if calls + 2 > MAX_CALLS or damping > MAX_DAMPING:
-                best = free if free is not None else step
-                yield (
-                    "submit_angles",
-                    {"joint_angles": best["joint_angles"]},
-                    "The search is not getting closer, so I submit the closest collision-free "
-                    f"angles it found ({best['distance_to_target']:g} m from the target).",
-                )
-                return
+                return {"solved": True, "free": free}
+            if steps >= STEPS_PER_START or damping > MAX_DAMPING:
+                return {"solved": False, "free": free}
             step = yield (
                 "dls_step",
                 {"joint_angles": kept_q, "damping": damping},
@@ -135,59 +168,7 @@ class RobotReachExpert:
                 + ("these angles" if kept is step else f"the angles I kept, {_fmt(kept_q)},")
                 + f" with damping {damping:g}.",
             )
-            calls += 1
-
-    # -- planning: which start --------------------------------------------------------------
-
-    def _starts(self) -> list[tuple[list[float], str]]:
-        """Simple starting poses, in the order they are preferred."""
-        out: list[tuple[list[float], str]] = []
-        if self.public.start is not None:
-            out.append((list(self.public.start.joint_angles), "I start from the arm's rest pose."))
-        out.append(([0.0] * self.n, "I start from the straight pose (every joint at 0)."))
-        levels = [
-            sorted({lo, lo / 2, 0.0, hi / 2, hi})
-            for lo, hi in zip(self.lower, self.upper, strict=True)
-        ]
-        aim = np.asarray(self.instance.hidden_as(Hidden).solution, dtype=float)
-        grid = sorted(
-            itertools.product(*levels), key=lambda q: float(np.linalg.norm(np.asarray(q) - aim))
-        )
-        why = (
-            "I start from a rough guess of a pose that reaches around the obstacles, each joint "
-            "at 0, half its limit or its limit:"
-        )
-        for q in grid[:GRID_STARTS]:
-            out.append(([float(x) for x in q], f"{why} {_fmt(list(q))}."))
-        return out
-
-    def _rehearse(self, start: list[float], why: str) -> tuple[int, bool, float]:
-        """Run a search privately: its number of calls, whether it solves, its last distance."""
-        search = self._search(start, why)
-        call = next(search)
-        calls = 1
-        while call[0] != "submit_angles":
-            call = search.send(self._answer(call))
-            calls += 1
-        q = np.asarray(call[1]["joint_angles"], dtype=float)
-        _, report = jacobian_report(self.scene, q, DEFAULT_MARGIN, self.public.dims)
-        solved = report["within_tolerance"] and report["collision_free"]
-        return calls, bool(solved), float(report["distance_to_target"])
-
-    def _answer(self, call: Call) -> dict[str, Any]:
-        _, args, _ = call
-        q = np.asarray(args["joint_angles"], dtype=float)
-        return dls_step_report(self.scene, q, args["damping"], self.public.dims)
-
-    def _plan(self) -> Search:
-        best: tuple[tuple[bool, int, float], list[float], str] | None = None
-        for start, why in self._starts():
-            calls, solved, distance = self._rehearse(start, why)
-            key = (not solved, calls if solved else 0, distance)
-            if best is None or key < best[0]:
-                best = (key, start, why)
-        assert best is not None
-        return self._search(best[1], best[2])
+            steps += 1
 
     # -- acting --------------------------------------------------------------------------
 

@@ -30,8 +30,9 @@ class RobotReachInteraction(Interaction[RobotReachWorld]):
         text = (
             "You did not call a tool, so nothing happened. Test configurations with "
             f"forward_kinematics(joint_angles) (distance and offset to the target {list(pub.target)}) and "
-            "check_collision(joint_angles) (obstacles and clearances); dls_step(joint_angles, "
-            "damping) takes a damped least-squares step towards the target. Then call "
+            "check_collision(joint_angles) (obstacles and clearances); start_poses() lists "
+            "collision-free poses to start from and dls_step(joint_angles, damping) takes a "
+            "damped least-squares step towards the target. Then call "
             f"submit_angles(joint_angles) with exactly {n} angles in degrees within the joint limits "
             f"once the distance is at most {tol:g} m and nothing collides."
         )

@@ -6,16 +6,20 @@ The reward (since robot_reach-v2) pays for reaching, not for avoiding obstacles:
   collides scores 0. Being collision-free earns nothing by itself.
 * **reach** (weight 0.9) — 1 within the tolerance. Otherwise partial credit only inside
   a *shaped radius* around the target, ``R = min(SHAPE_FRAC * reach, START_FRAC * d0)``
-  with ``d0`` the start configuration's distance: ``PARTIAL_CAP * s ** 2`` with
+  with ``d0`` the start configuration's distance (v6: or the nearest collision-free simple
+  pose's, whichever is closer): ``PARTIAL_CAP * s ** 2`` with
   ``s = 1 - (d - tol) / (R - tol)``. An answer must therefore halve the start's distance
-  and come within a quarter of the arm's length before any partial credit is paid, so
-  echoing the start, the straight or limit poses or any collision-free pose elsewhere
-  earns nothing. The partial total is at most 0.45, well below the solved threshold.
+  and that of every simple pose and come within a quarter of the arm's length before any
+  partial credit is paid, so echoing the start, the straight or limit poses, a pose
+  ``start_poses`` listed or any collision-free pose elsewhere earns nothing. The partial
+  total is at most 0.45, well below the solved threshold.
 * **efficiency** (weight 0.1) — only for a reached target: 1 up to par tool calls, then
   falling to 0 at the tool-call budget.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -25,7 +29,7 @@ from agentharness.core.reward import Reward, RewardComponent
 from agentharness.tasks.robot_reach.interaction import BUDGETS, par_tool_calls
 from agentharness.tasks.robot_reach.problem import Public
 from agentharness.tasks.robot_reach.simulator import ArmInputError, Scene, scene_from_public
-from agentharness.tasks.robot_reach.tools import RobotReachWorld
+from agentharness.tasks.robot_reach.tools import RobotReachWorld, nearest_simple_poses
 
 W_REACH, W_EFFICIENCY = 0.9, 0.1
 # Partial credit (outside the tolerance) is at most this share of the reach component.
@@ -44,8 +48,12 @@ def start_angles(public: Public, scene: Scene) -> list[float]:
 
 
 def shaped_radius(scene: Scene, start_distance: float) -> float:
-    """Partial credit is paid only closer to the target than this (metres)."""
-    return min(SHAPE_FRAC * scene.arm.reach, START_FRAC * start_distance)
+    """Partial credit is paid only closer to the target than this (metres): a quarter of
+    the arm's reach, half the start's distance and (v6) half the distance of the nearest
+    collision-free simple pose, the best answer ``start_poses`` could hand out unsolved."""
+    _, near, nearest = nearest_simple_poses(scene, 1)
+    lookup = float(near[nearest[0]]) if nearest else math.inf
+    return min(SHAPE_FRAC * scene.arm.reach, START_FRAC * start_distance, START_FRAC * lookup)
 
 
 def reach_score(distance: float, tolerance: float, radius: float) -> float:

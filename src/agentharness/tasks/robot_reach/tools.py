@@ -5,7 +5,8 @@ the arm; ``submit_angles`` answers. ``calculate`` and ``solve_linear`` (from
 :class:`~agentharness.core.calculator.CalculatorWorld`) compute on numbers the agent
 passes in, e.g. a damped least-squares step from a ``jacobian`` report. ``dls_step``
 (v4) takes that whole step in one call and reports the angles it reaches, so a policy
-iterates by copying numbers it was shown rather than by adding them up.
+iterates by copying numbers it was shown rather than by adding them up. ``start_poses``
+(v6) lists the collision-free simple poses closest to the target, where to start from.
 """
 
 from __future__ import annotations
@@ -135,6 +136,89 @@ def dls_step_report(scene: Scene, q: np.ndarray, damping: float, dims: int) -> d
         "within_tolerance": there["within_tolerance"],
         "min_clearance": there["min_clearance"],
         "collision_free": there["collision_free"],
+    }
+
+
+# The damped least-squares iteration's bookkeeping (Levenberg-Marquardt), shared by the
+# expert and start_poses' look-ahead: a step is kept when it lowers the cost and moves no
+# joint more than MAX_STEP_DEG, and the damping then divided by 10, else multiplied by 10.
+DAMPING = 0.01  # dls_step's default
+MIN_DAMPING = 0.0001
+MAX_DAMPING = 100.0
+MAX_STEP_DEG = 30.0
+START_POSES = 3  # how many poses start_poses lists
+CONSIDERED_POSES = 60  # how many of the nearest collision-free simple poses it looks ahead from
+LOOK_AHEAD_STEPS = 4  # the damped least-squares steps it takes privately from each
+
+
+def keeps(step: dict[str, Any], cost: float) -> bool:
+    """Whether a ``dls_step`` report is kept by the iteration at the current ``cost``."""
+    return step["largest_step_deg"] <= MAX_STEP_DEG and step["cost_after"] < cost
+
+
+def look_ahead(scene: Scene, q: np.ndarray, steps: int, dims: int) -> float:
+    """The distance to the target after ``steps`` damped least-squares steps from ``q``."""
+    damping = DAMPING
+    distance: float | None = None
+    cost = math.inf
+    for _ in range(steps):
+        step = dls_step_report(scene, q, damping, dims)
+        if distance is None:
+            cost = float(step["cost_before"])
+            distance = float(np.linalg.norm(scene.end_effector(q) - np.asarray(scene.target)))
+        if keeps(step, cost):
+            q, cost = np.asarray(step["joint_angles"], dtype=float), float(step["cost_after"])
+            distance = float(step["distance_to_target"])
+            damping = max(damping / 10, MIN_DAMPING)
+        else:
+            damping *= 10
+    return math.inf if distance is None else distance
+
+
+def nearest_simple_poses(scene: Scene, count: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """The simple poses (rows of degrees), their end effectors' distances to the target,
+    and the indices of the ``count`` collision-free ones nearest the target, nearest first."""
+    arm = scene.arm
+    levels = [
+        sorted({lo, lo / 2, 0.0, hi / 2, hi})
+        for lo, hi in zip(arm.lower_deg, arm.upper_deg, strict=True)
+    ]
+    grid = np.array(np.meshgrid(*levels, indexing="ij")).reshape(len(levels), -1).T
+    target = np.asarray(scene.target, dtype=float)
+    near = np.array([np.linalg.norm(scene.end_effector(q) - target) for q in grid])
+    found: list[int] = []
+    for i in np.argsort(near, kind="stable"):
+        if scene.evaluate(grid[i]).collision_free:
+            found.append(int(i))
+            if len(found) == count:
+                break
+    return grid, near, found
+
+
+def start_poses_report(scene: Scene, dims: int) -> dict[str, Any]:
+    """What the ``start_poses`` tool reports: collision-free simple poses to start from,
+    the most promising first.
+
+    A simple pose has every joint at its lower limit, half of it, 0, half its upper limit
+    or its upper limit: 5^n of them (15,625 for six joints). The ``CONSIDERED_POSES``
+    collision-free ones whose end effectors are nearest the target are each followed for
+    ``LOOK_AHEAD_STEPS`` damped least-squares steps, and ranked by the distance those steps
+    reach (ties: the nearer start, then the grid's order). A start near the target on the
+    wrong side of an obstacle stalls, so the look-ahead is what tells the elbows apart;
+    easy instances take milliseconds, hard ones about half a second.
+    """
+    grid, near, considered = nearest_simple_poses(scene, CONSIDERED_POSES)
+    reached = {i: look_ahead(scene, grid[i], LOOK_AHEAD_STEPS, dims) for i in considered}
+    ranked = sorted(considered, key=lambda i: (reached[i], near[i]))[:START_POSES]
+    return {
+        "poses": [
+            {
+                "joint_angles": [float(x) for x in grid[i]],
+                "distance_to_target": _r(float(near[i]), 5),
+                f"distance_after_{LOOK_AHEAD_STEPS}_steps": _r(reached[i], 5),
+            }
+            for i in ranked
+        ]
     }
 
 
@@ -289,6 +373,15 @@ class RobotReachWorld(CalculatorWorld):
         if self.best is None or distance < self.best[0]:
             self.best = (distance, list(out["joint_angles"]))
         return ToolResult(text=json.dumps(out), data=out, metrics={"distance": distance})
+
+    @tool
+    def start_poses(self) -> ToolResult:
+        """Collision-free simple poses (each joint at 0, half its limit or its limit) to start
+        stepping from, ranked by how close four damped least-squares steps from each get."""
+        out = start_poses_report(self.scene, self.dims)
+        if not out["poses"]:
+            raise ToolError("no simple pose is collision-free; start from the rest pose")
+        return ToolResult(text=json.dumps(out), data=out)
 
     @tool(final=True)
     def submit_angles(self, joint_angles: JointAngles) -> ToolResult:
