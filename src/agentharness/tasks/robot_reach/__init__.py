@@ -40,10 +40,11 @@ counts towards the efficiency credit.
 Reward (see :mod:`.reward`): 0 for an answer that collides or is invalid; 0.9-1.0
 within the tolerance (efficiency pays only then); otherwise partial credit only inside a
 shaped radius around the target (a quarter of the arm's reach, half the start's distance
-and, since v6, half the nearest collision-free simple pose's), at most 0.45 and falling quadratically to 0 at that radius,
-so a collision-free answer anywhere else, the start, straight or limit pose earn
-nothing. Harder levels add links, obstacles closer to the only feasible pose (12 on hard,
-4 cm off it), narrow passages and a third dimension.
+and, since v6, half the nearest collision-free simple pose's), at most 0.45 and falling
+quadratically to 0 at that radius, so a collision-free answer anywhere else, the start,
+straight or limit pose or a pose ``start_poses`` lists earn nothing. Harder levels add
+links, obstacles closer to the only feasible pose (12 on hard, 4 cm off it), narrow
+passages and a third dimension.
 
 v6 (instances those of v2-v5) adds ``start_poses()``: collision-free simple poses (each
 joint at 0, half its limit or its limit) to start from, ranked by how close four damped

@@ -42,7 +42,6 @@ from typing import Any
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
-from agentharness.tasks.robot_reach.problem import Public
 from agentharness.tasks.robot_reach.tools import (
     DAMPING,
     MAX_DAMPING,
@@ -68,7 +67,6 @@ class RobotReachExpert:
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
-        self.public = instance.public_as(Public)
         self.search: Search | None = None
         self.pending: tuple[str, Call] | None = None  # my call id and the call
         self.retries = 0
@@ -81,14 +79,14 @@ class RobotReachExpert:
         listed = yield (
             "start_poses",
             {},
-            "I list the collision-free simple poses closest to the target to start from.",
+            "I list collision-free simple poses to start from.",
         )
         poses = [p["joint_angles"] for p in listed["poses"]]
         # The closest collision-free angles seen: the answer if every start gives up.
         free: dict[str, Any] | None = None
         for k, start in enumerate(poses):
             why = (
-                f"The closest is {_fmt(start)}."
+                f"I start from the first, {_fmt(start)}."
                 if k == 0
                 else f"That start is not converging, so I try the next pose, {_fmt(start)}."
             )
