@@ -147,7 +147,7 @@ MIN_DAMPING = 0.0001
 MAX_DAMPING = 100.0
 MAX_STEP_DEG = 30.0
 START_POSES = 3  # how many poses start_poses lists
-CONSIDERED_POSES = 60  # how many of the nearest collision-free simple poses it looks ahead from
+CONSIDERED_POSES = 120  # how many of the nearest collision-free simple poses it looks ahead from
 LOOK_AHEAD_STEPS = 4  # the damped least-squares steps it takes privately from each
 
 
@@ -157,22 +157,24 @@ def keeps(step: dict[str, Any], cost: float) -> bool:
 
 
 def look_ahead(scene: Scene, q: np.ndarray, steps: int, dims: int) -> float:
-    """The distance to the target after ``steps`` damped least-squares steps from ``q``."""
+    """The closest a collision-free pose gets to the target in ``steps`` damped
+    least-squares steps from ``q`` (the start included; it is collision-free)."""
     damping = DAMPING
-    distance: float | None = None
+    target = np.asarray(scene.target, dtype=float)
+    closest = float(np.linalg.norm(scene.end_effector(q) - target))
     cost = math.inf
-    for _ in range(steps):
+    for k in range(steps):
         step = dls_step_report(scene, q, damping, dims)
-        if distance is None:
+        if k == 0:
             cost = float(step["cost_before"])
-            distance = float(np.linalg.norm(scene.end_effector(q) - np.asarray(scene.target)))
         if keeps(step, cost):
             q, cost = np.asarray(step["joint_angles"], dtype=float), float(step["cost_after"])
-            distance = float(step["distance_to_target"])
+            if step["collision_free"]:
+                closest = min(closest, float(step["distance_to_target"]))
             damping = max(damping / 10, MIN_DAMPING)
         else:
             damping *= 10
-    return math.inf if distance is None else distance
+    return closest
 
 
 def nearest_simple_poses(scene: Scene, count: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
@@ -202,10 +204,11 @@ def start_poses_report(scene: Scene, dims: int) -> dict[str, Any]:
     A simple pose has every joint at its lower limit, half of it, 0, half its upper limit
     or its upper limit: 5^n of them (15,625 for six joints). The ``CONSIDERED_POSES``
     collision-free ones whose end effectors are nearest the target are each followed for
-    ``LOOK_AHEAD_STEPS`` damped least-squares steps, and ranked by the distance those steps
-    reach (ties: the nearer start, then the grid's order). A start near the target on the
-    wrong side of an obstacle stalls, so the look-ahead is what tells the elbows apart;
-    easy instances take milliseconds, hard ones about half a second.
+    ``LOOK_AHEAD_STEPS`` damped least-squares steps, and ranked by the closest a
+    collision-free pose on the way gets (ties: the nearer start, then the grid's order). A
+    start near the target on the wrong side of an obstacle stalls or collides, so the
+    look-ahead is what tells the elbows apart; easy instances take milliseconds, hard ones
+    about a second.
     """
     grid, near, considered = nearest_simple_poses(scene, CONSIDERED_POSES)
     reached = {i: look_ahead(scene, grid[i], LOOK_AHEAD_STEPS, dims) for i in considered}
