@@ -85,7 +85,7 @@ def test_a_constant_answer_that_wins_too_often_fails(monkeypatch: pytest.MonkeyP
     assert report.scores["lazy:constant"]["easy"].success > 0.05
 
 
-def test_a_margin_that_shrinks_with_difficulty_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lazy_play_earning_more_on_hard_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     def drifting(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
         honest = guess_reward(instance, world, trajectory)
         bonus = 0.18 * instance.public["high"] / 10000  # lazy answers earn more when harder
@@ -94,7 +94,27 @@ def test_a_margin_that_shrinks_with_difficulty_fails(monkeypatch: pytest.MonkeyP
 
     spec = _variant(monkeypatch, name="guess_drifting", reward=drifting)
     report = adversarial_check(spec, seeds=10)
-    assert any(f.startswith("margin:") and "to hard" in f for f in report.failures), report.failures
+    assert any(f.startswith("lazy share:") and "on hard" in f for f in report.failures), (
+        report.failures
+    )
+
+
+def test_an_expert_that_solves_less_on_hard_is_not_an_exploit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The expert's lead over lazy play shrinks on hard by more than the tolerance, while
+    lazy play still earns nothing: no rule fails, since the expert clears its threshold."""
+
+    def weaker(instance: Instance, world: World, trajectory: Trajectory) -> Reward:
+        honest = guess_reward(instance, world, trajectory)
+        if instance.difficulty != "hard":
+            return honest
+        return honest.model_copy(update={"total": 0.96 * honest.total})
+
+    spec = _variant(monkeypatch, name="guess_weaker", reward=weaker)
+    report = adversarial_check(spec, seeds=10)
+    assert report.margin("hard") < report.margin("easy") - 0.05
+    assert report.failures == [], report.failures
 
 
 def test_a_vision_task_needs_a_blind_policy(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -64,8 +64,9 @@ BAD_ARGUMENTS: tuple[dict[str, object] | str, ...] = (
 ADVERSARIAL_SEEDS = 30
 LAZY_MEAN_LIMIT = 0.2
 LAZY_SUCCESS_LIMIT = 0.05
-# The margin may wobble by this much between difficulties (30 seeds are a sample).
-MARGIN_TOLERANCE = 0.05
+# The best lazy policy's share of the expert's score may wobble by this much between
+# difficulties (30 seeds are a sample).
+SHARE_TOLERANCE = 0.05
 # The constant answer is fitted here, on seeds the check never evaluates.
 FIT_SEEDS = range(1_000_000, 1_000_005)
 
@@ -302,6 +303,13 @@ class AdversarialReport:
             - self.scores[self.best_lazy(difficulty)][difficulty].mean
         )
 
+    def lazy_share(self, difficulty: str) -> float:
+        """The best lazy policy's mean reward as a share of the expert's: how much of what
+        solving earns a policy gets without trying (1.0 when the expert earns nothing)."""
+        expert = self.scores["expert"][difficulty].mean
+        lazy = self.scores[self.best_lazy(difficulty)][difficulty].mean
+        return lazy / expert if expert > 0 else 1.0
+
     def table(self) -> str:
         """Policy x difficulty: mean reward and success rate."""
         width = max(len(p) for p in self.scores) if self.scores else 6
@@ -314,6 +322,10 @@ class AdversarialReport:
             ]
             rows.append(f"{policy:<{width}}  " + "  ".join(cells))
         if "expert" in self.scores:  # a task without an expert has no margin
+            rows.append(
+                f"{'lazy share':<{width}}  "
+                + "  ".join(f"{self.lazy_share(d):6.3f}{'':8}" for d in self.difficulties)
+            )
             rows.append(
                 f"{'margin':<{width}}  "
                 + "  ".join(f"{self.margin(d):6.3f}{'':8}" for d in self.difficulties)
@@ -356,8 +368,8 @@ def adversarial_check(spec: TaskSpec, seeds: int = ADVERSARIAL_SEEDS) -> Adversa
     :data:`FIT_SEEDS`); passive play (one cheap action every turn); random; nothing; and,
     for a vision task, its ``blind_policy`` with no hidden data and blank images. Rules:
     every lazy policy stays at or below :data:`LAZY_MEAN_LIMIT` mean reward and
-    :data:`LAZY_SUCCESS_LIMIT` success; the expert reaches the solved threshold; the
-    expert's margin over the best lazy policy does not shrink from easy to hard.
+    :data:`LAZY_SUCCESS_LIMIT` success; the expert reaches the solved threshold; the best
+    lazy policy's share of the expert's score does not grow from easy to hard.
     """
     difficulties = list(spec.difficulties)
     report = AdversarialReport(task=spec.id, difficulties=difficulties)
@@ -375,7 +387,7 @@ def adversarial_check(spec: TaskSpec, seeds: int = ADVERSARIAL_SEEDS) -> Adversa
         score(ExpertAgent())
     else:
         report.skipped.append(
-            "the expert's threshold, the best constant answer and the margin rule: "
+            "the expert's threshold, the best constant answer and the lazy-share rule: "
             f"{spec.id} has no expert"
         )
     final = final_tool(probe)
@@ -430,12 +442,15 @@ def adversarial_check(spec: TaskSpec, seeds: int = ADVERSARIAL_SEEDS) -> Adversa
                     f"{policy}: {s.mean:.3f} mean reward, {s.success:.0%} success on {d} "
                     f"(at most {LAZY_MEAN_LIMIT} and {LAZY_SUCCESS_LIMIT:.0%}): {_hint(policy)}"
                 )
+    # Exploitability is relative: a harder preset where the expert solves less is fine (the
+    # threshold rule above covers the expert), one where lazy play earns more of what
+    # solving earns is not.
     for easier, harder in itertools.pairwise(difficulties if has_expert else []):
-        m_easy, m_hard = report.margin(easier), report.margin(harder)
-        if m_hard < m_easy - MARGIN_TOLERANCE:
+        s_easy, s_hard = report.lazy_share(easier), report.lazy_share(harder)
+        if s_hard > s_easy + SHARE_TOLERANCE:
             report.failures.append(
-                f"margin: the expert's lead over the best lazy policy shrinks from {easier} "
-                f"({m_easy:.2f}, over {report.best_lazy(easier)}) to {harder} ({m_hard:.2f}, "
-                f"over {report.best_lazy(harder)}): a harder preset must not be easier to exploit"
+                f"lazy share: the best lazy policy earns {s_hard:.0%} of the expert's score on "
+                f"{harder} (over {report.best_lazy(harder)}) against {s_easy:.0%} on {easier}: "
+                "a harder preset must not be easier to exploit"
             )
     return report
