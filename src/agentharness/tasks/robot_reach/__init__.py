@@ -49,13 +49,15 @@ passages and a third dimension.
 v6 (instances those of v2-v5) adds ``start_poses()``: collision-free simple poses (each
 joint at 0, half its limit or its limit) to start from, ranked by how close four damped
 least-squares steps from each get without colliding (the 120 nearest the target are looked
-ahead from), with that distance reported. Its expert starts from the first pose listed and moves on to the
-next after four steps that do not reach the target, so its choice of start is read off a
-tool's reply instead of made privately from the hidden solution, and each step it takes
-says both flags aloud. At easy and medium it solves 20 of 20 instances in 4.0 and 4.3
-turns on average; at hard 27 of 30 (0.92, v5's privileged expert 1.00), which is still
-short of what ``bootcamp check`` asks (the expert's lead must not shrink by more than 0.05
-from medium to hard). The partial-credit radius is now also at most half the
+ahead from), with that distance reported. Its expert starts from the first pose listed
+and moves on to the next after four steps that do not reach the target, so its choice of
+start is read off a tool's reply instead of made privately from the hidden solution, and
+each step it takes says both flags aloud. At easy and medium it solves 20 of 20 instances
+in 4.0 and 4.3 turns on average; at hard 27 of 30 (0.92; v5's privileged expert 1.00).
+On the three it misses, no simple pose leads within the 2 cm tolerance even in twelve
+damped steps (seed 17 stalls 1.1 m away behind obstacles, 21 and 27 stop 3-4 cm short),
+so a better local search, not a better ranking, is what hard still needs. The
+partial-credit radius is now also at most half the
 distance of the nearest collision-free simple pose, so submitting a listed pose unsolved
 earns nothing (with v5's radius it earned 0.13 on average at easy).
 
