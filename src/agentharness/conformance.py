@@ -450,7 +450,7 @@ def adversarial_check(spec: TaskSpec, seeds: int = ADVERSARIAL_SEEDS) -> Adversa
         if s_hard > s_easy + SHARE_TOLERANCE:
             report.failures.append(
                 f"lazy share: the best lazy policy earns {s_hard:.0%} of the expert's score on "
-                f"{harder} (over {report.best_lazy(harder)}) against {s_easy:.0%} on {easier}: "
+                f"{harder} ({report.best_lazy(harder)}) against {s_easy:.0%} on {easier}: "
                 "a harder preset must not be easier to exploit"
             )
     return report
