@@ -11,6 +11,8 @@ iterates by copying numbers it was shown rather than by adding them up. ``start_
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import math
 from typing import Annotated, Any
@@ -179,7 +181,18 @@ def look_ahead(scene: Scene, q: np.ndarray, steps: int, dims: int) -> float:
 
 def nearest_simple_poses(scene: Scene, count: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """The simple poses (rows of degrees), their end effectors' distances to the target,
-    and the indices of the ``count`` collision-free ones nearest the target, nearest first."""
+    and the indices of the ``count`` collision-free ones nearest the target, nearest first.
+
+    The arrays are read-only: they are cached per scene (the reward and ``start_poses`` ask
+    for them on every call, and a six-joint grid takes about half a second).
+    """
+    grid, near = _simple_poses(scene)
+    return grid, near, list(_nearest_collision_free(scene, count))
+
+
+# Scenes are frozen (hashable) dataclasses, so the caches key on their contents.
+@functools.lru_cache(maxsize=64)
+def _simple_poses(scene: Scene) -> tuple[np.ndarray, np.ndarray]:
     arm = scene.arm
     levels = [
         sorted({lo, lo / 2, 0.0, hi / 2, hi})
@@ -188,13 +201,21 @@ def nearest_simple_poses(scene: Scene, count: int) -> tuple[np.ndarray, np.ndarr
     grid = np.array(np.meshgrid(*levels, indexing="ij")).reshape(len(levels), -1).T
     target = np.asarray(scene.target, dtype=float)
     near = np.array([np.linalg.norm(scene.end_effector(q) - target) for q in grid])
+    grid.setflags(write=False)
+    near.setflags(write=False)
+    return grid, near
+
+
+@functools.lru_cache(maxsize=256)
+def _nearest_collision_free(scene: Scene, count: int) -> tuple[int, ...]:
+    grid, near = _simple_poses(scene)
     found: list[int] = []
     for i in np.argsort(near, kind="stable"):
         if scene.evaluate(grid[i]).collision_free:
             found.append(int(i))
             if len(found) == count:
                 break
-    return grid, near, found
+    return tuple(found)
 
 
 def start_poses_report(scene: Scene, dims: int) -> dict[str, Any]:
@@ -208,8 +229,13 @@ def start_poses_report(scene: Scene, dims: int) -> dict[str, Any]:
     collision-free pose on the way gets (ties: the nearer start, then the grid's order). A
     start near the target on the wrong side of an obstacle stalls or collides, so the
     look-ahead is what tells the elbows apart; easy instances take milliseconds, hard ones
-    about a second.
+    about a second the first time (the report is cached per scene).
     """
+    return copy.deepcopy(_start_poses_report(scene, dims))
+
+
+@functools.lru_cache(maxsize=64)
+def _start_poses_report(scene: Scene, dims: int) -> dict[str, Any]:
     grid, near, considered = nearest_simple_poses(scene, CONSIDERED_POSES)
     reached = {i: look_ahead(scene, grid[i], LOOK_AHEAD_STEPS, dims) for i in considered}
     ranked = sorted(considered, key=lambda i: (reached[i], near[i]))[:START_POSES]
