@@ -28,6 +28,10 @@ def group_parser(max_turns: int) -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-turns", type=int, default=max_turns)
     parser.add_argument("--max-new-tokens", type=int, default=160)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument(
+        "--draft-tokens", type=int, default=0, help="speculative drafts a row (0: none)"
+    )
     return parser
 
 
@@ -41,6 +45,8 @@ def group_roller(
         max_turns=args.max_turns,
         max_new_tokens=args.max_new_tokens,
         max_completion_length=4096,
+        temperature=args.temperature,
+        draft_tokens=args.draft_tokens,
         rollout_dtype=rollout_dtype,
     )
     instance = get_task(args.task).instance(args.seed, "easy")

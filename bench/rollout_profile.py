@@ -34,6 +34,7 @@ def main() -> None:
     print(f"{instance.task} seed {args.seed}, group {args.group}, {args.threads} thread(s)")
     print(f"wall {wall:.1f} s, {sampled} sampled tokens, {roller.forward_passes} forward passes")
     print(f"decoder [passes, tokens, seconds]: {roller.stats}")
+    print(f"drafted tokens, kept: {roller.drafts}")
     pstats.Stats(profile).sort_stats("cumulative").print_stats(35)
 
 

@@ -172,3 +172,64 @@ def test_inference_mode_decodes_the_same_tokens_as_no_grad(tiny: tuple[Any, Any]
     finally:
         decode.INFERENCE_MODE = True
     assert played[True] == played[False]
+
+
+def test_extend_gives_the_logits_after_every_fed_token(tiny: tuple[Any, Any]) -> None:
+    """Rows fed different numbers of tokens in one pass (the shorter padded past their end),
+    then cropped back and fed again: every position's logits are a full forward pass's."""
+    net, _ = tiny
+    gen = torch.Generator().manual_seed(1)
+    prompt = torch.randint(0, 300, (40,), generator=gen).tolist()
+    decoder = Decoder(net, 3)
+    root = decoder.open()
+    decoder.step({root: prompt})
+    seqs = decoder.fork(root, 3)
+    ids = {s: list(prompt) for s in seqs}
+    for round_ in range(3):
+        feeds = {
+            s: torch.randint(0, 300, (1 + (k + round_) % 4,), generator=gen).tolist()
+            for k, s in enumerate(seqs)
+        }
+        seen = decoder.extend(feeds)
+        for s, fed in feeds.items():
+            expected = full_logp(net, ids[s] + fed)[len(ids[s]) :]
+            assert seen[s].shape[0] == len(fed)
+            assert torch.allclose(torch.log_softmax(seen[s], -1), expected, atol=1e-4)
+            keep = max(1, len(fed) - 1)  # drop the last token, as a refused draft is dropped
+            decoder.crop(s, len(ids[s]) + keep)
+            ids[s] += fed[:keep]
+    for s in seqs:
+        assert decoder.length(s) == len(ids[s])
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_drafted_rollouts_are_exact(tiny: tuple[Any, Any], temperature: float) -> None:
+    """With drafts verified by the model, a sampled token's recorded log-probability is still
+    a full forward pass's, and greedy rollouts are the undrafted ones token for token."""
+    net, tok = tiny
+    instance = get_task("guess").instance(4, "easy")
+    played = {}
+    for draft_tokens in (0, 4):
+        opts = GRPOOptions(
+            max_turns=3,
+            max_new_tokens=24,
+            max_completion_length=900,
+            temperature=temperature,
+            draft_tokens=draft_tokens,
+        )
+        roller = EpisodeRoller(net, tok, opts)
+        played[draft_tokens] = roller.play_group(instance, 3, seed=2)
+    assert roller.drafts[1] > 0  # some drafts were verified and kept
+    for r in played[4]:
+        assert len(r.completion_ids) == len(r.env_mask) == len(r.logprobs)
+        logp = full_logp(net, r.prompt_ids + r.completion_ids)
+        start = len(r.prompt_ids) - 1
+        for i, (token, sampled) in enumerate(zip(r.completion_ids, r.env_mask, strict=True)):
+            if sampled:
+                scaled = torch.log_softmax(logp[start + i] / (temperature or 1.0), -1)
+                assert float(scaled[token]) == pytest.approx(r.logprobs[i], abs=1e-4)
+        chat = plain_chat(r.record.messages, r.record.tools)
+        text = tok.decode(r.prompt_ids + r.completion_ids, skip_special_tokens=False)
+        assert render(tok, chat, generation_prompt=False).startswith(text)
+    if temperature == 0.0:
+        assert [r.completion_ids for r in played[4]] == [r.completion_ids for r in played[0]]

@@ -45,7 +45,7 @@ def test_sampled_tokens_follow_the_sampling_distribution() -> None:
     """Temperature and top-p applied; frequencies match; a token without mass never comes."""
     import torch
 
-    from agentharness.train.grpo import sample_token
+    from agentharness.train.sampling import sample_token
 
     logits = torch.tensor([0.0, 1.0, 2.0, -1e9, 0.5, 1.5])
     generator = torch.Generator().manual_seed(0)

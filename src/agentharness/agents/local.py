@@ -407,7 +407,7 @@ class _Engine:
     def _sample(self, logits: Any, session: _Session) -> int:
         import torch
 
-        from agentharness.train.grpo import sample_token
+        from agentharness.train.sampling import sample_token
 
         agent = self.agent
         if agent.temperature <= 0:

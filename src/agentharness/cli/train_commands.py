@@ -177,6 +177,15 @@ def grpo_command(
         int, typer.Option(help="model + environment tokens per episode")
     ] = 2048,
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 1.0,
+    draft_tokens: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="rollouts: tokens each episode drafts from its own conversation for the "
+            "model to verify in one pass (speculative sampling: the same distribution, fewer "
+            "passes; 0: one token a pass)",
+        ),
+    ] = 3,
     rollout_dtype: Annotated[
         str,
         typer.Option(
@@ -283,6 +292,7 @@ def grpo_command(
             max_new_tokens=max_new_tokens,
             max_completion_length=max_completion_length,
             temperature=temperature,
+            draft_tokens=draft_tokens,
             rollout_dtype=rollout_dtype,
             train_dtype=train_dtype,
             shared_prompt=shared_prompt,

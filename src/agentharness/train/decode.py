@@ -13,10 +13,12 @@ each query see exactly its own row's past. Nothing is padded, so a row computes 
 would alone (the tests check the log-probabilities against one unbatched forward pass).
 
 One forward pass reads the weights once for every row that decodes; a row that reads many
-tokens at once (a prompt, a tool result) is fed alone, without padding the others. The
-attention is grouped-query attention on the cache's own heads (no copy of the keys per
-query head), by matrix products for one-token steps and by ``scaled_dot_product_attention``
-otherwise.
+tokens at once (a prompt, a tool result) is fed alone, without padding the others.
+:meth:`Decoder.extend` feeds several rows a few tokens each in one pass and returns the
+logits after every one of them: what verifying drafted tokens needs (speculative
+sampling, :mod:`agentharness.train.drafts`). The attention is grouped-query attention on
+the cache's own heads (no copy of the keys per query head), by matrix products for feeds
+of up to :data:`FEW_QUERIES` tokens and by ``scaled_dot_product_attention`` otherwise.
 
 ``sampler(model, dtype)`` gives the model to sample with: the model itself in float32, or
 a bfloat16 copy (about half the memory traffic per step; log-probabilities then differ
@@ -34,6 +36,9 @@ from typing import Any
 from agentharness.train import TrainInputError
 
 ATTENTION = "agentharness_slots"
+# Feeds of at most this many tokens a row (a decoding step, a draft to verify) attend by
+# matrix products over the cache's views; longer ones (a prompt, a tool reply) by SDPA.
+FEW_QUERIES = 16
 # Forward passes run under torch.inference_mode (False: under no_grad; bench/rollout_overheads.py
 # times the two against each other).
 INFERENCE_MODE = True
@@ -72,9 +77,9 @@ def _slot_attention(
     over strided cache views are slower on CPU than float32 ones), so the attention is
     computed in float32 whatever the model's dtype.
 
-    In a one-token step whose rows all share their first ``P`` positions (a group forked
-    from one prompt), those positions' keys and values are read once for all rows: the
-    scores over the shared prefix come from one matrix product with every row's queries.
+    In a step of a few tokens a row whose rows all share their first ``P`` positions (a group
+    forked from one prompt), those positions' keys and values are read once for all rows:
+    the scores over the shared prefix come from one matrix product with every row's queries.
     """
     import torch
     import torch.nn.functional as F
@@ -84,29 +89,34 @@ def _slot_attention(
     scale = scaling if scaling is not None else dim**-0.5
     dtype = query.dtype
     query = query.to(key.dtype)
-    if q_len == 1 and attention_mask is not None:
+    if q_len <= FEW_QUERIES and attention_mask is not None:
+        # A decoding step or a short speculative feed: matrix products on the cache's own
+        # strided views (no copy), each key-value head serving its group's queries at once.
         group = heads // kv_heads
-        q = query.reshape(batch, kv_heads, group, dim)
+        rows = group * q_len
+        q = query.reshape(batch, kv_heads, rows, dim)  # (B, KV, G*q, D), head-major like H
         shared = min(getattr(_shared, "length", 0), key.shape[2])
         if batch > 1 and shared > 0:
-            # (KV, B*G, D) @ (KV, D, P): the shared keys once, every row's queries at once
-            qs = q.permute(1, 0, 2, 3).reshape(kv_heads, batch * group, dim)
+            # (KV, B*G*q, D) @ (KV, D, P): the shared keys once, every row's queries at once
+            qs = q.permute(1, 0, 2, 3).reshape(kv_heads, batch * rows, dim)
             head = torch.matmul(qs, key[0, :, :shared].transpose(-1, -2))
-            head = head.reshape(kv_heads, batch, group, shared).permute(1, 0, 2, 3)
+            head = head.reshape(kv_heads, batch, rows, shared).permute(1, 0, 2, 3)
             tail = torch.matmul(q, key[:, :, shared:].transpose(-1, -2))
             scores = torch.cat([head, tail], dim=-1) * scale
         else:
-            scores = torch.matmul(q, key.transpose(-1, -2)) * scale  # (B, KV, G, L)
-        scores = scores.masked_fill(~attention_mask, float("-inf"))  # mask (B, 1, 1, L)
-        probs = torch.softmax(scores, dim=-1)
+            scores = torch.matmul(q, key.transpose(-1, -2)) * scale  # (B, KV, G*q, L)
+        length = scores.shape[-1]
+        scores = scores.view(batch, kv_heads, group, q_len, length)
+        scores = scores.masked_fill(~attention_mask[:, :, None], float("-inf"))  # (B, 1, 1, q, L)
+        probs = torch.softmax(scores, dim=-1).view(batch, kv_heads, rows, length)
         if batch > 1 and shared > 0:
-            ps = probs[..., :shared].permute(1, 0, 2, 3).reshape(kv_heads, batch * group, shared)
+            ps = probs[..., :shared].permute(1, 0, 2, 3).reshape(kv_heads, batch * rows, shared)
             out = torch.matmul(ps, value[0, :, :shared])
-            out = out.reshape(kv_heads, batch, group, dim).permute(1, 0, 2, 3)
+            out = out.reshape(kv_heads, batch, rows, dim).permute(1, 0, 2, 3)
             out = out + torch.matmul(probs[..., shared:], value[:, :, shared:])
         else:
             out = torch.matmul(probs, value)
-        out = out.reshape(batch, heads, 1, dim)
+        out = out.reshape(batch, heads, q_len, dim)
     else:
         out = F.scaled_dot_product_attention(
             query,
@@ -305,18 +315,37 @@ class Decoder:
             out.update(self._forward(lo, hi, single))
         return out
 
-    def _forward(self, lo: int, hi: int, feeds: dict[int, list[int]]) -> dict[int, Any]:
-        """One forward pass over slots ``lo..hi-1``; rows not in ``feeds`` read a dummy token
-        written past their end (overwritten later, never attended to by their real tokens)."""
+    def extend(self, feeds: dict[int, list[int]]) -> dict[int, Any]:
+        """Read each sequence's few new tokens in one pass; the float32 logits after each.
+
+        Returns ``(len(feeds[sid]), vocab)`` logits per sequence: row ``i`` is the
+        distribution of the token after ``feeds[sid][i]``. Rows are padded to the longest
+        feed with tokens written past their end (never attended to by their real tokens);
+        a sequence's length grows by its own feed only. What is not kept is dropped with
+        :meth:`crop`.
+        """
+        if any(not ids for ids in feeds.values()):
+            raise ValueError("a sequence was fed no tokens")
+        slots = [self.seqs[sid].slot for sid in feeds]
+        return self._forward(min(slots), max(slots) + 1, feeds, every_position=True)
+
+    def _forward(
+        self, lo: int, hi: int, feeds: dict[int, list[int]], every_position: bool = False
+    ) -> dict[int, Any]:
+        """One forward pass over slots ``lo..hi-1``; rows not in ``feeds``, and feeds shorter
+        than the longest, read dummy tokens written past their end (overwritten later, never
+        attended to by their real tokens). Returns each fed row's logits after its last
+        token, or after every token of its feed with ``every_position``."""
         torch = self._torch
         width = max(len(ids) for ids in feeds.values())
+        if not every_position and len({len(ids) for ids in feeds.values()}) > 1:
+            raise ValueError("feeds of different lengths need every_position (Decoder.extend)")
         ids_rows, pos_rows, starts = [], [], []
         for slot in range(lo, hi):
             sid = self._by_slot[slot]
             start = self.seqs[sid].length
-            new = feeds.get(sid, [0])
-            # Only multi-token feeds are alone in their pass, so every row here has `width` tokens.
-            ids_rows.append(new)
+            new = feeds.get(sid, [])
+            ids_rows.append(new + [0] * (width - len(new)))
             pos_rows.append(list(range(start, start + width)))
             starts.append(start)
         kv_len = max(starts) + width
@@ -330,7 +359,7 @@ class Decoder:
         cache.write_pos = positions
         rows = [self.seqs[self._by_slot[slot]] for slot in range(lo, hi)]
         same = len({r.family for r in rows}) == 1 and rows[0].family >= 0
-        _shared.length = min(r.shared for r in rows) if same and width == 1 else 0
+        _shared.length = min(r.shared for r in rows) if same and width <= FEW_QUERIES else 0
         keys = torch.arange(kv_len, device=dev)
         mask = keys[None, None, None, :] <= positions[:, None, :, None]  # (B, 1, q, L)
         t0 = time.perf_counter()
@@ -343,21 +372,22 @@ class Decoder:
                 position_ids=positions,
                 past_key_values=cache,
                 use_cache=True,
-                logits_to_keep=1,
+                logits_to_keep=width if every_position else 1,
             )
         _shared.length = 0
         self.forward_passes += 1
-        logits = out.logits[:, -1, :].float()
-        stat = self.stats["decode" if width == 1 else "read"]
+        logits = out.logits.float()
+        stat = self.stats["decode" if width == 1 or every_position else "read"]
         stat[0] += 1
-        stat[1] += width * len(feeds)
+        stat[1] += sum(len(ids) for ids in feeds.values())
         stat[2] += time.perf_counter() - t0
         result = {}
         for slot in range(lo, hi):
             sid = self._by_slot[slot]
             if sid in feeds:
-                self.seqs[sid].length += width
-                result[sid] = logits[slot - lo]
+                fed = len(feeds[sid])
+                self.seqs[sid].length += fed
+                result[sid] = logits[slot - lo, :fed] if every_position else logits[slot - lo, -1]
         return result
 
 

@@ -57,6 +57,7 @@ from agentharness.train.model import (
     shared_training_args,
     write_json,
 )
+from agentharness.train.sampling import sample_token
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,9 @@ class GRPOOptions:
     max_completion_length: int = 2048  # sampled + environment tokens per episode
     temperature: float = 1.0
     top_p: float = 1.0
+    # Tokens a row drafts from its own conversation for the model to verify in the pass that
+    # reads its drawn token (speculative sampling, exact; 0: one token a pass).
+    draft_tokens: int = 3
     rollout_dtype: str = "float32"  # or "bfloat16": sample with a bfloat16 copy of the model
     # The training pass under bfloat16 autocast (float32 master weights; 1.26x faster than
     # "float32" on this box's AVX-512 bf16 CPU, bench/RESULTS.md); "float32" is exact.
@@ -167,6 +171,7 @@ class _Row:
     logprobs: list[float] = field(default_factory=list)
     turn: list[int] = field(default_factory=list)  # tokens sampled in the current turn
     room: int = 0  # tokens the current turn may still sample
+    drafter: Any = None  # NgramDrafter over everything the row has read (draft_tokens > 0)
 
 
 class EpisodeRoller:
@@ -193,6 +198,7 @@ class EpisodeRoller:
         self.eos_ids = eos_ids(model, tokenizer)
         self.forward_passes = 0  # of the last play_group (bench/generation.py reports it)
         self.stats: dict[str, list[float]] = {}  # its Decoder's: time in decoding steps and reads
+        self.drafts = [0, 0]  # of the last play_group: drafted tokens, and how many were kept
         self._sampling_copy: Any = None  # the bfloat16 copy, refreshed for each group
 
     def budgets(self, instance: Instance) -> Budgets:
@@ -204,8 +210,10 @@ class EpisodeRoller:
         import torch
 
         from agentharness.train.decode import Decoder, sampler
+        from agentharness.train.sampling import NgramDrafter
 
         started = time.time()
+        self.drafts = [0, 0]
         rows = []
         for k in range(n):
             episode = self.envs.open(instance, self.budgets(instance))
@@ -228,8 +236,12 @@ class EpisodeRoller:
                 decoder = Decoder(self._sampling_copy, n)
                 root = decoder.open()
                 first = decoder.step({root: prompt_ids})[root]
+                drafter = NgramDrafter() if self.opts.draft_tokens > 0 else None
+                if drafter is not None:
+                    drafter.extend(prompt_ids)
                 for row, seq in zip(rows, decoder.fork(root, n), strict=True):
                     row.seq = seq
+                    row.drafter = None if drafter is None else drafter.copy()
                 self._play(rows, decoder, first)
                 self.forward_passes = decoder.forward_passes
                 self.stats = decoder.stats
@@ -239,20 +251,35 @@ class EpisodeRoller:
 
     # -- internals ------------------------------------------------------------------
     def _play(self, rows: list[_Row], decoder: Any, first: Any) -> None:
-        """Decode every episode to its end; each steps its environment when its turn ends."""
+        """Decode every episode to its end; each steps its environment when its turn ends.
+
+        With ``opts.draft_tokens`` a row that has drawn its next token also feeds the tokens
+        its own conversation suggests come next (:class:`NgramDrafter`); the model reads
+        them in the same pass and :func:`accept_drafts` keeps each with the probability the
+        model gives it, so the tokens are distributed as one-at-a-time sampling draws them.
+        """
+        from agentharness.train.sampling import accept_drafts
+
         logits = {row.seq: first for row in rows}
+        carried: dict[int, int] = {}  # a token drawn at a refusal, not read yet
+        turn_over: list[_Row] = []  # rows whose turn ended while their drafts were verified
         active = [row for row in rows if self._start_turn(row, decoder)]
         while active:
             feeds: dict[int, list[int]] = {}
-            ended: list[_Row] = []
+            ended, turn_over = turn_over, []
             for row in active:
-                token, logprob = self._sample(logits[row.seq], row.generator)
-                row.turn.append(token)
-                row.logprobs.append(logprob)
+                if any(row is r for r in ended):
+                    continue
+                if row.seq in carried:
+                    token = carried.pop(row.seq)
+                else:
+                    token, logprob = self._sample(logits[row.seq], row.generator)
+                    self._take(row, token, logprob)
                 if token in self.eos_ids or len(row.turn) >= row.room:
                     ended.append(row)
                 else:
                     feeds[row.seq] = [token]
+            replies: dict[int, list[int]] = {}
             if ended:
                 texts = [self.tokenizer.decode(r.turn, skip_special_tokens=True) for r in ended]
                 # The turns that ended together step together: remote environments in parallel.
@@ -260,11 +287,64 @@ class EpisodeRoller:
                 for row, text in zip(ended, texts, strict=True):
                     reply = self._after_turn(row, text)
                     if reply is not None and self._start_turn(row, decoder):
-                        feeds[row.seq] = reply
+                        replies[row.seq] = reply
                     else:
                         active.remove(row)
-            if feeds:
+            drafts = self._drafts(active, feeds)
+            if drafts:
+                by_seq = {row.seq: row for row in active}
+                read = decoder.extend({s: fed + drafts.get(s, []) for s, fed in feeds.items()})
+                for seq, seen in read.items():
+                    draft = drafts.get(seq)
+                    if not draft:
+                        logits[seq] = seen[0]
+                        continue
+                    row = by_seq[seq]
+                    start = decoder.length(seq) - len(draft)  # the drawn token's position + 1
+                    verdict = accept_drafts(
+                        seen, draft, self.opts.temperature, self.opts.top_p, row.generator
+                    )
+                    self.drafts[0] += len(draft)
+                    self.drafts[1] += verdict.read
+                    for i, (token, logprob) in enumerate(
+                        zip(verdict.tokens, verdict.logprobs, strict=True)
+                    ):
+                        self._take(row, token, logprob)
+                        if token in self.eos_ids or len(row.turn) >= row.room:
+                            decoder.crop(seq, start + i)  # a turn's last token is not read
+                            turn_over.append(row)
+                            break
+                    else:
+                        decoder.crop(seq, start + verdict.read)
+                        if verdict.next_logits is not None:
+                            logits[seq] = verdict.next_logits
+                        else:
+                            carried[seq] = verdict.tokens[-1]
+            elif feeds:
                 logits.update(decoder.step(feeds))
+            if replies:
+                logits.update(decoder.step(replies))
+
+    def _drafts(self, active: list[_Row], feeds: dict[int, list[int]]) -> dict[int, list[int]]:
+        """Each fed row's draft (none when ``draft_tokens`` is 0 or nothing matches)."""
+        k = self.opts.draft_tokens
+        if k <= 0:
+            return {}
+        drafts = {}
+        for row in active:
+            if row.seq in feeds and row.drafter is not None:
+                # room for the draft and one more token: a turn never runs past its room
+                draft = row.drafter.propose(min(k, row.room - len(row.turn) - 1))
+                if draft:
+                    drafts[row.seq] = draft
+        return drafts
+
+    def _take(self, row: _Row, token: int, logprob: float) -> None:
+        """Add a drawn token to the row's turn."""
+        row.turn.append(token)
+        row.logprobs.append(logprob)
+        if row.drafter is not None:
+            row.drafter.extend([token])
 
     def _start_turn(self, row: _Row, decoder: Any) -> bool:
         """Begin the row's next turn; False (and its slot freed) when the episode is over."""
@@ -296,6 +376,8 @@ class EpisodeRoller:
         row.completion += env_ids
         row.env_mask += [0] * len(env_ids)
         row.logprobs += [0.0] * len(env_ids)
+        if row.drafter is not None:
+            row.drafter.extend(env_ids)
         return [new[-1], *env_ids]  # the last sampled token was never read
 
     def _sample(self, logits: Any, generator: Any) -> tuple[int, float]:
@@ -354,36 +436,6 @@ def eos_ids(model: Any, tokenizer: Any) -> list[int]:
     if tokenizer.eos_token_id is not None:
         ids.add(tokenizer.eos_token_id)
     return sorted(ids)
-
-
-def sample_token(
-    logits: Any, temperature: float, top_p: float, generator: Any
-) -> tuple[int, float]:
-    """A token from ``logits`` (float32, one row) and its log-probability under the sampling
-    distribution (temperature and top-p applied); greedy when ``temperature <= 0``."""
-    import torch
-
-    if temperature <= 0:
-        logp = torch.log_softmax(logits, -1)
-        token = int(torch.argmax(logits))
-        return token, float(logp[token])
-    logp = torch.log_softmax(logits / temperature, -1)
-    if top_p < 1.0:
-        sorted_logp, order = torch.sort(logp, descending=True)
-        cumulative = torch.cumsum(sorted_logp.exp(), -1)
-        drop = cumulative - sorted_logp.exp() >= top_p  # keeps the smallest set reaching top_p
-        logp = logp.clone()
-        logp[order[drop]] = float("-inf")
-        logp = torch.log_softmax(logp, -1)
-    # Inverse CDF: one cumulative sum and a binary search, ~10x faster than torch.multinomial
-    # over a 49k vocabulary on this CPU (bench/RESULTS.md). A token of probability 0 is never
-    # drawn: its cumulative value equals its predecessor's, so no u falls in its interval.
-    cumulative = torch.cumsum(logp.exp(), -1)
-    u = torch.rand((), generator=generator) * cumulative[-1]
-    token = int(torch.searchsorted(cumulative, u, right=True))
-    if token == cumulative.numel():  # u rounded up to the total: the last token that has mass
-        token = int(torch.searchsorted(cumulative, cumulative[-1]))
-    return token, float(logp[token])
 
 
 def splice(
@@ -460,6 +512,7 @@ def make_rollout_func(
             )
         }
         i = 0
+        drafts = [0, 0]
         while i < len(prompts):
             key = prompt_key(prompts[i])
             j = i
@@ -472,7 +525,9 @@ def make_rollout_func(
             cursor[key] = pick + 1
             instance = candidates[pick % len(candidates)]
             seed = roller.opts.seed * 1_000_003 + step * 1009 + i
-            for k, r in enumerate(roller.play_group(instance, j - i, seed)):
+            played = roller.play_group(instance, j - i, seed)
+            drafts = [a + b for a, b in zip(drafts, roller.drafts, strict=True)]
+            for k, r in enumerate(played):
                 out["prompt_ids"].append(r.prompt_ids)
                 out["completion_ids"].append(r.completion_ids)
                 out["env_mask"].append(r.env_mask)
@@ -490,7 +545,8 @@ def make_rollout_func(
         print(
             f"[grpo] step {step}: {len(rewards)} episodes, mean reward "
             f"{sum(rewards) / max(1, len(rewards)):.3f}, end reasons {sorted(set(out['end_reason']))}, "
-            f"rollouts {time.perf_counter() - t0:.1f} s",
+            f"rollouts {time.perf_counter() - t0:.1f} s"
+            + (f", drafted tokens kept {drafts[1]}/{drafts[0]}" if drafts[0] else ""),
             file=sys.stderr,
         )
         return {**out, "logprobs": None}
