@@ -12,7 +12,9 @@ backward under each variant, rounds alternating so load drifts hit all alike:
 - ``bf16-trl-head``: TRL's fused LM head instead (the pass before 2026-12-01: every
   position, in small tiles);
 - ``bf16-lora``: ``bf16`` on a rank-16 LoRA adapter (``--lora``);
-- ``bf16-nockpt``: ``bf16`` without checkpointing each row (more memory).
+- ``bf16-nockpt``: ``bf16`` without checkpointing each row (more memory);
+- ``bf16-prompt-only``: ``bf16`` sharing only the prompt, not the completions' common
+  opening (the pass before 2026-12-02).
 
 Each row reports the median forward and backward seconds and how far the variant's
 log-probabilities of the model's tokens are from the first variant's.
@@ -37,7 +39,15 @@ from agentharness.train import grpo
 from agentharness.train.grpo import shared_prompt_logps
 from agentharness.train.model import lora_config
 
-VARIANTS = ("fp32", "bf16", "bf16-all", "bf16-trl-head", "bf16-lora", "bf16-nockpt")
+VARIANTS = (
+    "fp32",
+    "bf16",
+    "bf16-all",
+    "bf16-trl-head",
+    "bf16-lora",
+    "bf16-nockpt",
+    "bf16-prompt-only",
+)
 
 
 def group_batch(rollouts: list[Any]) -> tuple[Any, Any, Any, int]:
@@ -71,6 +81,7 @@ def pass_once(net: Any, batch: tuple[Any, Any, Any, int], variant: str) -> tuple
                 compute_entropy=True,
                 checkpoint_rows=variant != "bf16-nockpt",
                 score_mask=None if variant in ("bf16-all", "bf16-trl-head") else model_mask,
+                share_openings=variant != "bf16-prompt-only",
             )
     finally:
         grpo._head_parts = own_head
@@ -108,6 +119,10 @@ def main() -> None:
         f"completions {min(lengths)}-{max(lengths)} tokens (mean {statistics.mean(lengths):.0f}), "
         f"of which the model wrote {int(model_mask.sum()) / len(rollouts):.0f} a row on average"
     )
+    opening = grpo._common_completion_prefix(
+        batch[0][:, -batch[3] :], model_mask, list(range(len(rollouts))), lengths
+    )
+    print(f"the completions' common opening: {opening} tokens")
 
     lora = None
     if "bf16-lora" in variants:

@@ -122,6 +122,7 @@ def test_shared_prompt_equals_the_per_row_pass(tmp_path: Path) -> None:
         "rows": 4,
         "row_tokens": 34,
         "scored_tokens": 34,  # no loss mask here: every position
+        "shared_completion_tokens": 0,  # random completions: no common first tokens
         "skipped_flat_batches": 0,
     }
     trainer.shared_prompt = False
@@ -130,6 +131,59 @@ def test_shared_prompt_equals_the_per_row_pass(tmp_path: Path) -> None:
     assert_same(shared, plain)
     # Padding scores zero, as in TRL's pass; the real tokens do not.
     assert torch.all(shared[0][1, 5:] == 0) and torch.all(shared[0][1, :5] != 0)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_common_first_completion_tokens_are_computed_once(tmp_path: Path, masked: bool) -> None:
+    """Completions that open alike (the same first turn and reply) share that part with the
+    prompt: computed once, its log-probabilities reused by every row, and the
+    log-probabilities, entropies and gradients still those of TRL's per-row pass."""
+    trainer = make_trainer(tmp_path)
+    prompt = random_ids(30, seed=0)
+    opening = random_ids(9, seed=5)
+    tails = [random_ids(n, seed=40 + n) for n in (7, 1, 12, 4)]
+    completions = [opening + tail for tail in tails]
+    ids, mask, keep = batch([prompt] * 4, completions)
+    score = None
+    if masked:  # the opening's model tokens and environment tokens alike in every row
+        score = torch.rand(4, keep, generator=torch.Generator().manual_seed(3)) < 0.6
+        score[:, :9] = score[0, :9]
+        score[1, 9:] = False  # a row whose own tokens are all the environment's
+    weights = torch.randn(4, keep, generator=torch.Generator().manual_seed(1))
+
+    def run(share: bool) -> tuple[Any, Any, dict, dict]:
+        trainer.model.zero_grad()
+        stats: dict[str, int] = {}
+        kwargs: dict[str, Any] = {"score_mask": score} if share else {}
+        if share:
+            logps, entropies = shared_prompt_logps(
+                trainer.model, ids, mask, keep, compute_entropy=True, stats=stats,
+                temperature=trainer.temperature, **kwargs,
+            )  # fmt: skip
+        else:
+            trainer.shared_prompt = False
+            logps, entropies, _ = trainer._get_per_token_logps_and_entropies(
+                trainer.model, ids, mask, keep, compute_entropy=True
+            )
+            trainer.shared_prompt = True
+        loss = (logps + 0.3 * entropies) * weights
+        (loss if score is None else loss * score).sum().backward()
+        grads = {
+            n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None
+        }
+        return logps.detach(), entropies.detach(), grads, stats
+
+    shared, plain = run(True), run(False)
+    assert shared[3]["shared_completion_tokens"] == 9
+    assert shared[3]["row_tokens"] == sum(len(t) for t in tails) - (1 if masked else 0)
+    real = mask[:, -keep:].bool() if score is None else score & mask[:, -keep:].bool()
+    torch.testing.assert_close(shared[0][real], plain[0][real], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(shared[1][real], plain[1][real], atol=5e-5, rtol=1e-5)
+    if score is not None:
+        assert torch.all(shared[0][~score] == 0)
+    for name, grad in plain[2].items():
+        scale = float(grad.abs().max()) or 1.0
+        torch.testing.assert_close(shared[2][name] / scale, grad / scale, atol=1e-5, rtol=0)
 
 
 def test_only_the_positions_the_loss_reads_are_scored(tmp_path: Path) -> None:

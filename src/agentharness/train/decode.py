@@ -16,7 +16,7 @@ One forward pass reads the weights once for every row that decodes; a row that r
 tokens at once (a prompt, a tool result) is fed alone, without padding the others.
 :meth:`Decoder.extend` feeds several rows a few tokens each in one pass and returns the
 logits after every one of them: what verifying drafted tokens needs (speculative
-sampling, :mod:`agentharness.train.drafts`). The attention is grouped-query attention on
+sampling, :mod:`agentharness.train.sampling`). The attention is grouped-query attention on
 the cache's own heads (no copy of the keys per query head), by matrix products for feeds
 of up to :data:`FEW_QUERIES` tokens and by ``scaled_dot_product_attention`` otherwise.
 

@@ -572,6 +572,7 @@ def shared_prompt_logps(
     score_mask: Any = None,
     temperature: float = 1.0,
     fp32_head: bool = False,
+    share_openings: bool = True,
 ) -> tuple[Any, Any] | None:
     """Per-token log-probabilities (and entropies) of the completions, each prompt computed once.
 
@@ -593,12 +594,18 @@ def shared_prompt_logps(
     (and gradients enabled) each row's pass is activation-checkpointed: its activations are
     recomputed in the backward instead of kept, so a group holds the prompt's activations and
     one row's at a time, not all of them (a group of long episodes otherwise exhausted a
-    24 GB machine), for one more forward of the completions. Returns ``(logps, entropies)`` shaped
+    24 GB machine), for one more forward of the completions. When every row of a partition
+    opens with the same tokens (and score-mask entries) — a multi-turn group whose first
+    turn and reply agree — those are run with the prompt, scored there once and their
+    log-probabilities shared by every row (each keeps at least one token of its own), so
+    gradients from every row's advantage still reach them (``share_openings`` False: only
+    the prompt is shared). Returns ``(logps, entropies)`` shaped
     ``(rows, logits_to_keep)``, zero at padding like TRL's, ``entropies`` None unless asked;
     None when this cannot apply (no two rows share a prompt, completion masks that are not
     right padding, a one-token prompt, a cache that is not a plain dynamic one) — the caller
     then uses the per-row path. ``stats`` (if given) counts prompt passes, rows, the rows'
-    completion tokens and how many of them the head scored.
+    own completion tokens, how many of them the head scored, and the completion tokens
+    computed once with a prompt (``shared_completion_tokens``).
 
     The LM head is this function's own (:func:`_scored_positions`) wherever the model's
     logits are plain ``lm_head(hidden) / temperature`` (``temperature`` and ``fp32_head``
@@ -650,30 +657,63 @@ def shared_prompt_logps(
     entropies: list[Any] = [None] * n
     for part in partitions:
         lead = part[0]
-        prefix = model(
-            input_ids=prompts[lead : lead + 1, :-1],
-            attention_mask=prompt_masks[lead : lead + 1, :-1],
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        cache = prefix.past_key_values
+        # The completions' common first tokens (a multi-turn group often opens with the same
+        # turn and reply) are computed once with the prompt, their log-probabilities shared.
+        m = _common_completion_prefix(input_ids[:, p:], score_mask, part, lengths)
+        if m and (parts is None or not share_openings):
+            m = 0  # TRL's head scores inside the model's forward: only the prompt is shared
+        pre_logps: Any = None
+        pre_entropy: Any = None
+        if m and parts is not None:
+            backbone, head = parts
+            out = backbone(
+                input_ids=input_ids[lead : lead + 1, : p + m - 1],
+                attention_mask=attention_mask[lead : lead + 1, : p + m - 1],
+                use_cache=True,
+            )
+            cache = out.past_key_values
+            pre_scored = None if score_mask is None else score_mask[lead, :m]
+            if pre_scored is not None and not bool(pre_scored.any()):
+                pre_logps = out.last_hidden_state.new_zeros(m, dtype=torch.float32)
+                pre_entropy = pre_logps
+            else:
+                pre_logps, pre_entropy = _scored_positions(
+                    out.last_hidden_state[0, p - 1 : p + m - 1],
+                    input_ids[lead, p : p + m],
+                    head,
+                    pre_scored,
+                    temperature=temperature,
+                    fp32=fp32_head,
+                )
+        else:
+            cache = model(
+                input_ids=prompts[lead : lead + 1, :-1],
+                attention_mask=prompt_masks[lead : lead + 1, :-1],
+                use_cache=True,
+                logits_to_keep=1,
+            ).past_key_values
         layers = getattr(cache, "layers", None)
         if (
             not isinstance(cache, DynamicCache)
             or not layers
             or any(type(layer) is not DynamicLayer for layer in layers)
-            or cache.get_seq_length() != p - 1
+            or cache.get_seq_length() != p - 1 + m
         ):
             return None  # e.g. sliding-window layers, or gradient checkpointing dropped the cache
         kv = [(layer.keys, layer.values) for layer in layers]
         if stats is not None:
             stats["prompt_passes"] = stats.get("prompt_passes", 0) + 1
+            stats["shared_completion_tokens"] = stats.get("shared_completion_tokens", 0) + m
         for r in part:
             length = lengths[r]
-            scored = None if score_mask is None else score_mask[r, :length]
+            scored = None if score_mask is None else score_mask[r, m:length]
             if length == 0 or (scored is not None and not bool(scored.any())):
+                if m:  # the shared part is scored; the row's own tokens are not
+                    own = pre_logps.new_zeros(length - m)
+                    logps[r] = torch.cat([pre_logps, own])
+                    entropies[r] = torch.cat([pre_entropy, own])
                 continue
-            ids = input_ids[r : r + 1, p - 1 : p + length]
+            ids = input_ids[r : r + 1, p - 1 + m : p + length]
             labels = ids.clone()
             labels[:, 0] = -100
 
@@ -710,14 +750,17 @@ def shared_prompt_logps(
                 )
             else:
                 row_logps, row_entropy = row_pass(ids, mask, labels)
+            if m:
+                row_logps = torch.cat([pre_logps, row_logps])
+                row_entropy = torch.cat([pre_entropy, row_entropy])
             logps[r] = row_logps
             if compute_entropy:
                 entropies[r] = row_entropy
             if stats is not None:
                 stats["rows"] = stats.get("rows", 0) + 1
-                stats["row_tokens"] = stats.get("row_tokens", 0) + length
+                stats["row_tokens"] = stats.get("row_tokens", 0) + length - m
                 stats["scored_tokens"] = stats.get("scored_tokens", 0) + (
-                    length if scored is None or parts is None else int(scored.sum())
+                    length - m if scored is None or parts is None else int(scored.sum())
                 )
     done = [x for x in logps if x is not None]
     if not done:
@@ -737,6 +780,25 @@ def shared_prompt_logps(
         )
 
     return padded(logps), padded(entropies) if compute_entropy else None
+
+
+def _common_completion_prefix(
+    completions: Any, score_mask: Any, rows: list[int], lengths: list[int]
+) -> int:
+    """How many first completion tokens (and score-mask entries) the ``rows`` all share,
+    leaving each row at least one token of its own (0 for a single row)."""
+    if len(rows) < 2:
+        return 0
+    limit = min(lengths[r] for r in rows) - 1
+    if limit <= 0:
+        return 0
+    block = completions[rows, :limit]
+    same = (block == block[:1]).all(0)
+    if score_mask is not None:
+        scored = score_mask[rows, :limit]
+        same &= (scored == scored[:1]).all(0)
+    differs = (~same).nonzero()
+    return int(differs[0, 0]) if len(differs) else limit
 
 
 # Config fields under which a model's logits are not plain ``lm_head(hidden)``: such models
@@ -858,6 +920,7 @@ def shared_prompt_trainer_class() -> type:
                 "rows": 0,
                 "row_tokens": 0,
                 "scored_tokens": 0,
+                "shared_completion_tokens": 0,
                 "skipped_flat_batches": 0,
             }
             # The positions the loss being computed reads (completion_mask * tool_mask).

@@ -1,0 +1,93 @@
+"""A GRPO step end to end, per task: real ``bootcamp train grpo`` runs, one after another.
+
+Each run trains ``--steps`` steps of one group of 8 episodes (≤ 4 turns × 160 tokens,
+temperature 1, bfloat16 sampling copy, the training pass forced on every group with
+``--train-flat-groups``) on fresh easy instances of one task, and the script reads TRL's
+``step_time`` and the rollout function's seconds from the log: the step, its rollouts and
+its training pass (the difference). ``--runs`` lists ``task[:draft_tokens]`` entries, so a
+setting can be compared on the same task in the same script.
+
+    python bench/grpo_step.py --model experiments/out/v18/models/sft/final \\
+        --runs robot_reach-v6:0,robot_reach-v6:3,harmony-v4,thermal-v3,escape_room-v1
+
+``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+STEP = re.compile(r"'step_time': '([0-9.]+)'")
+ROLLOUTS = re.compile(
+    r"\[grpo\] step \d+: .*rollouts ([0-9.]+) s(?:, drafted tokens kept (\d+)/(\d+))?"
+)
+LENGTH = re.compile(r"'completions/mean_length': '([0-9.]+)'")
+
+
+def run(task: str, drafts: int, args: argparse.Namespace, out: Path) -> list[dict[str, float]]:
+    command = [
+        sys.executable, "-m", "agentharness.cli", "train", "grpo",
+        "--tasks", task, "--difficulty", "easy", "--n-instances", str(args.steps),
+        "--first-seed", "100001", "--max-steps", str(args.steps), "--num-generations", "8",
+        "--max-turns", "4", "--max-new-tokens", "160", "--max-completion-length", "4096",
+        "--rollout-dtype", "bfloat16", "--train-flat-groups", "--draft-tokens", str(drafts),
+        "--out", str(out), "--no-progress",
+    ]  # fmt: skip
+    if args.model:
+        command += ["--model", args.model]
+    log = subprocess.run(command, capture_output=True, text=True, check=False)
+    text = log.stdout + log.stderr
+    if log.returncode != 0:
+        raise SystemExit(f"{task}: train grpo failed\n{text[-3000:]}")
+    steps = [float(x) for x in STEP.findall(text)]
+    rollouts = [float(m.group(1)) for m in ROLLOUTS.finditer(text)]
+    lengths = [float(x) for x in LENGTH.findall(text)]
+    if len(steps) != args.steps or len(rollouts) != args.steps:
+        raise SystemExit(f"{task}: expected {args.steps} steps in the log\n{text[-3000:]}")
+    return [
+        {"step": s, "rollouts": r, "pass": s - r, "model_tokens": n}
+        for s, r, n in zip(steps, rollouts, lengths, strict=True)
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default=None, help="default: the bundled SmolLM2-135M")
+    parser.add_argument("--runs", default="robot_reach-v6:0,robot_reach-v6:3")
+    parser.add_argument("--steps", type=int, default=2)
+    args = parser.parse_args()
+    table = []
+    for entry in args.runs.split(","):
+        task, _, drafts = entry.partition(":")
+        k = int(drafts) if drafts else 3
+        with tempfile.TemporaryDirectory() as tmp:
+            steps = run(task, k, args, Path(tmp) / "grpo")
+        for i, s in enumerate(steps):
+            print(
+                f"{task} drafts {k} step {i}: step {s['step']:.1f} s = rollouts "
+                f"{s['rollouts']:.1f} s + pass {s['pass']:.1f} s ({s['model_tokens']:.0f} "
+                "model tokens a row)",
+                flush=True,
+            )
+        table.append((task, k, steps))
+    print(
+        "\n| task | draft tokens | model tokens a row | rollouts s | pass s | step s (each) |"
+        "\n| --- | ---: | ---: | ---: | ---: | ---: |"
+    )
+    for task, k, steps in table:
+        each = ", ".join(f"{s['step']:.1f}" for s in steps)
+        print(
+            f"| {task} | {k} | {statistics.median(s['model_tokens'] for s in steps):.0f} | "
+            f"{statistics.median(s['rollouts'] for s in steps):.1f} | "
+            f"{statistics.median(s['pass'] for s in steps):.1f} | {each} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
