@@ -2,10 +2,12 @@
 
 Each run trains ``--steps`` steps of one group of 8 episodes (≤ 4 turns × 160 tokens,
 temperature 1, bfloat16 sampling copy, the training pass forced on every group with
-``--train-flat-groups``) on fresh easy instances of one task, and the script reads TRL's
-``step_time`` and the rollout function's seconds from the log: the step, its rollouts and
-its training pass (the difference). ``--runs`` lists ``task[:draft_tokens]`` entries, so a
-setting can be compared on the same task in the same script.
+``--train-flat-groups``) on fresh instances of one task (``--difficulty``, default easy),
+and the script reads TRL's ``step_time`` and the rollout function's seconds from the log:
+the step, its rollouts and its training pass (the difference), with each group's mean
+reward (a group whose episodes all score alike is skipped in real training) and the run's
+``prompt_sharing`` counts. ``--runs`` lists ``task[:draft_tokens]`` entries, so a setting
+can be compared on the same task in the same script.
 
     python bench/grpo_step.py --model experiments/out/v18/models/sft/final \\
         --runs robot_reach-v6:0,robot_reach-v6:3,harmony-v4,thermal-v3,escape_room-v1
@@ -16,6 +18,7 @@ setting can be compared on the same task in the same script.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import statistics
 import subprocess
@@ -24,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 STEP = re.compile(r"'step_time': '([0-9.]+)'")
+REWARD = re.compile(r"\[grpo\] step \d+: \d+ episodes, mean reward ([0-9.]+)")
 ROLLOUTS = re.compile(
     r"\[grpo\] step \d+: .*rollouts ([0-9.]+) s(?:, drafted tokens kept (\d+)/(\d+))?"
 )
@@ -33,7 +37,7 @@ LENGTH = re.compile(r"'completions/mean_length': '([0-9.]+)'")
 def run(task: str, drafts: int, args: argparse.Namespace, out: Path) -> list[dict[str, float]]:
     command = [
         sys.executable, "-m", "agentharness.cli", "train", "grpo",
-        "--tasks", task, "--difficulty", "easy", "--n-instances", str(args.steps),
+        "--tasks", task, "--difficulty", args.difficulty, "--n-instances", str(args.steps),
         "--first-seed", "100001", "--max-steps", str(args.steps), "--num-generations", "8",
         "--max-turns", "4", "--max-new-tokens", "160", "--max-completion-length", "4096",
         "--rollout-dtype", "bfloat16", "--train-flat-groups", "--draft-tokens", str(drafts),
@@ -48,11 +52,19 @@ def run(task: str, drafts: int, args: argparse.Namespace, out: Path) -> list[dic
     steps = [float(x) for x in STEP.findall(text)]
     rollouts = [float(m.group(1)) for m in ROLLOUTS.finditer(text)]
     lengths = [float(x) for x in LENGTH.findall(text)]
+    rewards = [float(x) for x in REWARD.findall(text)]
+    summary = json.loads((out / "train_summary.json").read_text())
+    sharing = summary.get("prompt_sharing", {})
+    print(
+        f"{task} drafts {drafts}: prompt_sharing {json.dumps(sharing)}; group mean rewards "
+        f"{rewards} (1.0 or 0.0: every episode scored the same)",
+        flush=True,
+    )
     if len(steps) != args.steps or len(rollouts) != args.steps:
         raise SystemExit(f"{task}: expected {args.steps} steps in the log\n{text[-3000:]}")
     return [
-        {"step": s, "rollouts": r, "pass": s - r, "model_tokens": n}
-        for s, r, n in zip(steps, rollouts, lengths, strict=True)
+        {"step": s, "rollouts": r, "pass": s - r, "model_tokens": n, "reward": w}
+        for s, r, n, w in zip(steps, rollouts, lengths, rewards, strict=True)
     ]
 
 
@@ -61,6 +73,7 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="default: the bundled SmolLM2-135M")
     parser.add_argument("--runs", default="robot_reach-v6:0,robot_reach-v6:3")
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--difficulty", default="easy")
     args = parser.parse_args()
     table = []
     for entry in args.runs.split(","):
@@ -72,7 +85,7 @@ def main() -> None:
             print(
                 f"{task} drafts {k} step {i}: step {s['step']:.1f} s = rollouts "
                 f"{s['rollouts']:.1f} s + pass {s['pass']:.1f} s ({s['model_tokens']:.0f} "
-                "model tokens a row)",
+                f"model tokens a row, group mean reward {s['reward']:.3f})",
                 flush=True,
             )
         table.append((task, k, steps))
