@@ -267,8 +267,9 @@ class EpisodeRoller:
         while active:
             feeds: dict[int, list[int]] = {}
             ended, turn_over = turn_over, []
+            over = {id(r) for r in ended}
             for row in active:
-                if any(row is r for r in ended):
+                if id(row) in over:
                     continue
                 if row.seq in carried:
                     token = carried.pop(row.seq)
