@@ -77,9 +77,10 @@ def _slot_attention(
     over strided cache views are slower on CPU than float32 ones), so the attention is
     computed in float32 whatever the model's dtype.
 
-    In a step of a few tokens a row whose rows all share their first ``P`` positions (a group
-    forked from one prompt), those positions' keys and values are read once for all rows:
-    the scores over the shared prefix come from one matrix product with every row's queries.
+    In a pass of a few tokens per row whose rows all share their first ``P`` positions (a
+    group forked from one prompt), those positions' keys and values are read once for all
+    rows: the scores over the shared prefix come from one matrix product with every row's
+    queries.
     """
     import torch
     import torch.nn.functional as F
