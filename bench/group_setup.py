@@ -1,8 +1,8 @@
 """What the benches that play one GRPO group share: their arguments and the roller.
 
 ``rollout_profile.py``, ``rollout_overheads.py`` and ``train_pass_profile.py`` each play
-a group of one instance at difficulty easy with the bundled model (or ``--model``) and a
-bfloat16 sampling copy, as ``train grpo`` does.
+a group of one instance (difficulty easy unless ``--difficulty``) with the bundled model
+(or ``--model``) and a bfloat16 sampling copy, as ``train grpo`` does.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ def group_parser(max_turns: int) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default=None, help="default: the bundled SmolLM2-135M")
     parser.add_argument("--task", default="robot_reach-v6")
-    parser.add_argument("--seed", type=int, default=100001, help="the instance's seed (easy)")
+    parser.add_argument("--seed", type=int, default=100001, help="the instance's seed")
+    parser.add_argument("--difficulty", default="easy")
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-turns", type=int, default=max_turns)
@@ -49,5 +50,5 @@ def group_roller(
         draft_tokens=args.draft_tokens,
         rollout_dtype=rollout_dtype,
     )
-    instance = get_task(args.task).instance(args.seed, "easy")
+    instance = get_task(args.task).instance(args.seed, args.difficulty)
     return net, tok, EpisodeRoller(net, tok, opts), instance

@@ -119,10 +119,22 @@ def main() -> None:
         f"completions {min(lengths)}-{max(lengths)} tokens (mean {statistics.mean(lengths):.0f}), "
         f"of which the model wrote {int(model_mask.sum()) / len(rollouts):.0f} a row on average"
     )
-    opening = grpo._common_completion_prefix(
+    tree = grpo._completion_tree(
         batch[0][:, -batch[3] :], model_mask, list(range(len(rollouts))), lengths
     )
-    print(f"the completions' common opening: {opening} tokens")
+
+    def tree_tokens(node: grpo._Node) -> int:
+        return node.end - node.start + sum(tree_tokens(c) for c in node.children)
+
+    def shape(node: grpo._Node) -> str:
+        inner = " ".join(shape(c) for c in node.children)
+        return f"{len(node.rows)}:{node.end - node.start}" + (f"({inner})" if inner else "")
+
+    print(
+        f"the completions' prefix tree (rows:tokens): {shape(tree)}\n"
+        f"the completions' prefix tree: {tree_tokens(tree)} tokens to compute of {sum(lengths)} "
+        f"(all rows open alike for {tree.end})"
+    )
 
     lora = None
     if "bf16-lora" in variants:

@@ -134,10 +134,15 @@ def test_shared_prompt_equals_the_per_row_pass(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("masked", [False, True])
-def test_common_first_completion_tokens_are_computed_once(tmp_path: Path, masked: bool) -> None:
-    """Completions that open alike (the same first turn and reply) share that part with the
-    prompt: computed once, its log-probabilities reused by every row, and the
-    log-probabilities, entropies and gradients still those of TRL's per-row pass."""
+def test_common_first_completion_tokens_are_computed_once(
+    tmp_path: Path, masked: bool, monkeypatch: Any
+) -> None:
+    """Completions that open alike (the same first turn and reply) share that part:
+    computed once, its log-probabilities reused by every row, and the log-probabilities,
+    entropies and gradients still those of TRL's per-row pass."""
+    from agentharness.train import grpo
+
+    monkeypatch.setattr(grpo, "MIN_SHARED_TOKENS", 1)
     trainer = make_trainer(tmp_path)
     prompt = random_ids(30, seed=0)
     opening = random_ids(9, seed=5)
@@ -176,6 +181,80 @@ def test_common_first_completion_tokens_are_computed_once(tmp_path: Path, masked
     shared, plain = run(True), run(False)
     assert shared[3]["shared_completion_tokens"] == 9
     assert shared[3]["row_tokens"] == sum(len(t) for t in tails) - (1 if masked else 0)
+    real = mask[:, -keep:].bool() if score is None else score & mask[:, -keep:].bool()
+    torch.testing.assert_close(shared[0][real], plain[0][real], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(shared[1][real], plain[1][real], atol=5e-5, rtol=1e-5)
+    if score is not None:
+        assert torch.all(shared[0][~score] == 0)
+    for name, grad in plain[2].items():
+        scale = float(grad.abs().max()) or 1.0
+        torch.testing.assert_close(shared[2][name] / scale, grad / scale, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize(("checkpointed", "min_shared"), [(True, 1), (False, 1), (True, 6)])
+def test_every_common_prefix_is_computed_once(
+    tmp_path: Path, masked: bool, checkpointed: bool, min_shared: int, monkeypatch: Any
+) -> None:
+    """Completions that branch (episodes agreeing for a few turns, then not) are a prefix
+    tree: each shared stretch is computed once, and log-probabilities, entropies and
+    gradients are still those of TRL's per-row pass. The tree here: every row opens alike
+    (6 tokens); rows 0, 1, 3 and 4 go on alike (5 more); row 3 ends there; rows 0 and 4 are
+    the same episode. A stretch shorter than ``MIN_SHARED_TOKENS`` is computed with each
+    branch instead (with 6, the 5-token middle)."""
+    from agentharness.train import grpo
+
+    monkeypatch.setattr(grpo, "MIN_SHARED_TOKENS", min_shared)
+    trainer = make_trainer(tmp_path)
+    prompt = random_ids(30, seed=0)
+    opening, middle, first, second, other = (random_ids(n, seed=60 + n) for n in (6, 5, 7, 4, 8))
+    first[0], second[0] = 11, 12  # where rows 0 and 1 part
+    middle[0], other[0] = 13, 14  # where row 2 leaves the others
+    completions = [
+        opening + middle + first,
+        opening + middle + second,
+        opening + other,
+        opening + middle,
+        opening + middle + first,
+    ]
+    ids, mask, keep = batch([prompt] * 5, completions)
+    score = None
+    if masked:  # any mask, as long as rows that share tokens share their entries
+        row = torch.rand(keep, generator=torch.Generator().manual_seed(3)) < 0.6
+        score = row.repeat(5, 1)
+        score[2, len(opening) :] = False  # row 2's own tokens are all the environment's
+        score[1, len(opening) + len(middle) :] = ~score[1, len(opening) + len(middle) :]
+    weights = torch.randn(5, keep, generator=torch.Generator().manual_seed(1))
+
+    def run(share: bool) -> tuple[Any, Any, dict, dict]:
+        trainer.model.zero_grad()
+        stats: dict[str, int] = {}
+        if share:
+            logps, entropies = shared_prompt_logps(
+                trainer.model, ids, mask, keep, compute_entropy=True, stats=stats,
+                temperature=trainer.temperature, score_mask=score,
+                checkpoint_rows=checkpointed,
+            )  # fmt: skip
+        else:
+            trainer.shared_prompt = False
+            logps, entropies, _ = trainer._get_per_token_logps_and_entropies(
+                trainer.model, ids, mask, keep, compute_entropy=True
+            )
+            trainer.shared_prompt = True
+        loss = (logps + 0.3 * entropies) * weights
+        (loss if score is None else loss * score).sum().backward()
+        grads = {
+            n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None
+        }
+        return logps.detach(), entropies.detach(), grads, stats
+
+    shared, plain = run(True), run(False)
+    # Computed once for several rows: the opening, the middle and row 0's (and 4's) ending;
+    # for one row: row 1's ending and row 2's (unless the loss reads none of it); with the
+    # middle too short for a pass, rows 1 and 3 compute it too.
+    assert shared[3]["shared_completion_tokens"] == len(opening) + len(middle) + len(first)
+    own = len(second) + (0 if masked else len(other))
+    assert shared[3]["row_tokens"] == own + (2 * len(middle) if min_shared > 5 else 0)
     real = mask[:, -keep:].bool() if score is None else score & mask[:, -keep:].bool()
     torch.testing.assert_close(shared[0][real], plain[0][real], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(shared[1][real], plain[1][real], atol=5e-5, rtol=1e-5)
@@ -466,7 +545,8 @@ def test_train_grpo_on_a_tiny_model_with_a_group_of_4(
             "skipped_flat_batches": 0,
         }
         # The loss reads the model's tokens only: the environment's replies are not scored.
-        assert 0 < sharing["scored_tokens"] < sharing["row_tokens"]
+        computed = sharing["row_tokens"] + sharing["shared_completion_tokens"]
+        assert 0 < sharing["scored_tokens"] < computed
     else:
         assert sharing["shared_calls"] == 0 and sharing["fallback_calls"] == 8
     assert (out / "final" / "config.json").is_file()

@@ -619,7 +619,7 @@ def shared_prompt_logps(
     """
     import torch
     import torch.utils.checkpoint
-    from transformers.cache_utils import DynamicCache, DynamicLayer
+    from transformers.cache_utils import DynamicCache
 
     n, total = input_ids.shape
     c = int(logits_to_keep)
@@ -658,63 +658,58 @@ def shared_prompt_logps(
     entropies: list[Any] = [None] * n
     for part in partitions:
         lead = part[0]
-        # The completions' common first tokens (a multi-turn group often opens with the same
-        # turn and reply) are computed once with the prompt, their log-probabilities shared.
-        m = _common_completion_prefix(input_ids[:, p:], score_mask, part, lengths)
-        if m and (parts is None or not share_openings):
-            m = 0  # TRL's head scores inside the model's forward: only the prompt is shared
-        pre_logps: Any = None
-        pre_entropy: Any = None
-        if m and parts is not None:
+        if stats is not None:
+            stats["prompt_passes"] = stats.get("prompt_passes", 0) + 1
+        if parts is not None:
+            # Every common prefix of the completions (a tree of them) is computed once.
             backbone, head = parts
-            out = backbone(
-                input_ids=input_ids[lead : lead + 1, : p + m - 1],
-                attention_mask=attention_mask[lead : lead + 1, : p + m - 1],
-                use_cache=True,
-            )
-            cache = out.past_key_values
-            pre_scored = None if score_mask is None else score_mask[lead, :m]
-            if pre_scored is not None and not bool(pre_scored.any()):
-                pre_logps = out.last_hidden_state.new_zeros(m, dtype=torch.float32)
-                pre_entropy = pre_logps
-            else:
-                pre_logps, pre_entropy = _scored_positions(
-                    out.last_hidden_state[0, p - 1 : p + m - 1],
-                    input_ids[lead, p : p + m],
-                    head,
-                    pre_scored,
-                    temperature=temperature,
-                    fp32=fp32_head,
-                )
-        else:
-            cache = model(
+            cache = backbone(
                 input_ids=prompts[lead : lead + 1, :-1],
                 attention_mask=prompt_masks[lead : lead + 1, :-1],
                 use_cache=True,
-                logits_to_keep=1,
             ).past_key_values
-        layers = getattr(cache, "layers", None)
-        if (
-            not isinstance(cache, DynamicCache)
-            or not layers
-            or any(type(layer) is not DynamicLayer for layer in layers)
-            or cache.get_seq_length() != p - 1 + m
-        ):
+            kv = _plain_cache_tensors(cache, p - 1)
+            if kv is None:
+                return None  # e.g. sliding-window layers
+            tree = _completion_tree(input_ids[:, p:], score_mask, part, lengths, share_openings)
+            run_node = functools.partial(
+                _run_tree_node,
+                backbone=backbone,
+                head=head,
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                prompt_length=p,
+                score_mask=score_mask,
+                checkpoint=checkpoint_rows and torch.is_grad_enabled(),
+                temperature=temperature,
+                fp32_head=fp32_head,
+                stats=stats,
+            )
+            for r, (row_logps, row_entropy) in _tree_logps(tree, kv, run_node, lengths).items():
+                logps[r], entropies[r] = row_logps, row_entropy
+            if stats is not None:
+                stats["rows"] = stats.get("rows", 0) + sum(
+                    1
+                    for r in part
+                    if lengths[r]
+                    and (score_mask is None or bool(score_mask[r, : lengths[r]].any()))
+                )
+            continue
+        cache = model(
+            input_ids=prompts[lead : lead + 1, :-1],
+            attention_mask=prompt_masks[lead : lead + 1, :-1],
+            use_cache=True,
+            logits_to_keep=1,
+        ).past_key_values
+        kv = _plain_cache_tensors(cache, p - 1)
+        if kv is None:
             return None  # e.g. sliding-window layers, or gradient checkpointing dropped the cache
-        kv = [(layer.keys, layer.values) for layer in layers]
-        if stats is not None:
-            stats["prompt_passes"] = stats.get("prompt_passes", 0) + 1
-            stats["shared_completion_tokens"] = stats.get("shared_completion_tokens", 0) + m
         for r in part:
             length = lengths[r]
-            scored = None if score_mask is None else score_mask[r, m:length]
+            scored = None if score_mask is None else score_mask[r, :length]
             if length == 0 or (scored is not None and not bool(scored.any())):
-                if m:  # the shared part is scored; the row's own tokens are not
-                    own = pre_logps.new_zeros(length - m)
-                    logps[r] = torch.cat([pre_logps, own])
-                    entropies[r] = torch.cat([pre_entropy, own])
                 continue
-            ids = input_ids[r : r + 1, p - 1 + m : p + length]
+            ids = input_ids[r : r + 1, p - 1 : p + length]
             labels = ids.clone()
             labels[:, 0] = -100
 
@@ -722,25 +717,16 @@ def shared_prompt_logps(
                 ids: Any, mask: Any, labels: Any, kv: Any = kv, scored: Any = scored
             ) -> tuple[Any, Any]:
                 # A fresh cache object over the shared tensors: each row appends its own.
-                cache = DynamicCache(ddp_cache_data=kv)
-                if parts is None:
-                    out = model(
-                        input_ids=ids,
-                        attention_mask=mask,
-                        past_key_values=cache,
-                        labels=labels,
-                        fused_lm_head=True,
-                    )
-                    if scored is None:
-                        return out.log_probs[0], out.entropy[0]
-                    return out.log_probs[0] * scored, out.entropy[0] * scored
-                backbone, head = parts
-                hidden = backbone(
-                    input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=False
-                ).last_hidden_state[0, :-1]
-                return _scored_positions(
-                    hidden, ids[0, 1:], head, scored, temperature=temperature, fp32=fp32_head
+                out = model(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    past_key_values=DynamicCache(ddp_cache_data=kv),
+                    labels=labels,
+                    fused_lm_head=True,
                 )
+                if scored is None:
+                    return out.log_probs[0], out.entropy[0]
+                return out.log_probs[0] * scored, out.entropy[0] * scored
 
             mask = attention_mask[r : r + 1, : p + length]
             if checkpoint_rows and torch.is_grad_enabled():
@@ -751,18 +737,13 @@ def shared_prompt_logps(
                 )
             else:
                 row_logps, row_entropy = row_pass(ids, mask, labels)
-            if m:
-                row_logps = torch.cat([pre_logps, row_logps])
-                row_entropy = torch.cat([pre_entropy, row_entropy])
             logps[r] = row_logps
             if compute_entropy:
                 entropies[r] = row_entropy
             if stats is not None:
                 stats["rows"] = stats.get("rows", 0) + 1
-                stats["row_tokens"] = stats.get("row_tokens", 0) + length - m
-                stats["scored_tokens"] = stats.get("scored_tokens", 0) + (
-                    length - m if scored is None or parts is None else int(scored.sum())
-                )
+                stats["row_tokens"] = stats.get("row_tokens", 0) + length
+                stats["scored_tokens"] = stats.get("scored_tokens", 0) + length
     done = [x for x in logps if x is not None]
     if not done:
         return None  # every completion empty: let TRL build its differentiable zeros
@@ -783,23 +764,195 @@ def shared_prompt_logps(
     return padded(logps), padded(entropies) if compute_entropy else None
 
 
-def _common_completion_prefix(
-    completions: Any, score_mask: Any, rows: list[int], lengths: list[int]
-) -> int:
-    """How many first completion tokens (and score-mask entries) the ``rows`` all share,
-    leaving each row at least one token of its own (0 for a single row)."""
-    if len(rows) < 2:
-        return 0
-    limit = min(lengths[r] for r in rows) - 1
-    if limit <= 0:
-        return 0
-    block = completions[rows, :limit]
-    same = (block == block[:1]).all(0)
-    if score_mask is not None:
-        scored = score_mask[rows, :limit]
-        same &= (scored == scored[:1]).all(0)
-    differs = (~same).nonzero()
-    return int(differs[0, 0]) if len(differs) else limit
+def _plain_cache_tensors(cache: Any, length: int) -> list[tuple[Any, Any]] | None:
+    """Each layer's ``(keys, values)`` of a plain ``DynamicCache`` holding ``length``
+    positions; None for any other cache (sliding-window layers, none at all)."""
+    from transformers.cache_utils import DynamicCache, DynamicLayer
+
+    layers = getattr(cache, "layers", None)
+    if (
+        not isinstance(cache, DynamicCache)
+        or not layers
+        or any(type(layer) is not DynamicLayer for layer in layers)
+        or cache.get_seq_length() != length
+    ):
+        return None
+    return [(layer.keys, layer.values) for layer in layers]
+
+
+# A stretch that several completions share is computed in a pass of its own only from this
+# many tokens: a pass has a fixed cost (the CPU flash-attention backward's key and value
+# gradients over the whole context, ~4 ms a layer here, whatever the pass's length).
+MIN_SHARED_TOKENS = 32
+
+
+@dataclass
+class _Node:
+    """Completion positions ``start..end-1`` that the ``rows`` share (tokens and score-mask
+    entries), in a tree of a group's completions: a child continues where they differ."""
+
+    rows: list[int]
+    start: int
+    end: int
+    ending: list[int]  # rows whose completion ends at ``end``
+    children: list[_Node]
+    scored_below: bool  # the loss reads a position here or in a descendant
+
+
+def _completion_tree(
+    completions: Any, score_mask: Any, rows: list[int], lengths: list[int], share: bool = True
+) -> _Node:
+    """The prefix tree of ``rows``' completions (``share`` False: every row its own branch).
+
+    The root holds what every row shares (possibly nothing); rows split where their
+    tokens or score-mask entries differ, and a row that ends is a node's ``ending``.
+    """
+
+    def build(members: list[int], start: int) -> _Node:
+        limit = min(lengths[r] for r in members)
+        end = start
+        if limit > start and (share or len(members) == 1):
+            block = completions[members, start:limit]
+            same = (block == block[:1]).all(0)
+            if score_mask is not None:
+                scored = score_mask[members, start:limit]
+                same &= (scored == scored[:1]).all(0)
+            differs = (~same).nonzero()
+            end = start + (int(differs[0, 0]) if len(differs) else limit - start)
+        groups: dict[tuple[int, bool], list[int]] = {}
+        for r in members:
+            if lengths[r] > end:
+                key = (
+                    int(completions[r, end]),
+                    True if score_mask is None else bool(score_mask[r, end]),
+                )
+                groups.setdefault((r, False) if not share else key, []).append(r)
+        if groups and 0 < end - start < MIN_SHARED_TOKENS:
+            # Too short to be worth a pass of its own: each branch computes it instead.
+            ending = [r for r in members if lengths[r] == end]
+            branches = [*groups.values(), *([ending] if ending else [])]
+            children = [build(group, start) for group in branches]
+            return _Node(members, start, start, [], children, any(c.scored_below for c in children))
+        children = [build(group, end) for group in groups.values()]
+        scored_here = end > start and (
+            score_mask is None or bool(score_mask[members[0], start:end].any())
+        )
+        return _Node(
+            rows=members,
+            start=start,
+            end=end,
+            ending=[r for r in members if lengths[r] == end],
+            children=children,
+            scored_below=scored_here or any(c.scored_below for c in children),
+        )
+
+    return build(list(rows), 0)
+
+
+def _tree_logps(
+    root: _Node, kv: Any, run_node: Any, lengths: list[int]
+) -> dict[int, tuple[Any, Any]]:
+    """Each row's ``(log-probabilities, entropies)``: the concatenation of its path's nodes,
+    each node run once (``run_node(node, kv, keep_cache)`` returns its log-probabilities,
+    entropies and, when asked, the cache its children continue from). A subtree whose
+    positions the loss never reads is not run: its rows score 0 there (and a row with
+    nothing computed on its path is left out, like a row that is not run at all)."""
+    import torch
+
+    out: dict[int, tuple[Any, Any]] = {}
+
+    def finish(rows: list[int], path: list[tuple[Any, Any]], upto: int) -> None:
+        if not path:
+            return
+        for r in rows:
+            pieces = list(path)
+            if lengths[r] > upto:
+                zero = path[0][0].new_zeros(lengths[r] - upto)
+                pieces.append((zero, zero))
+            out[r] = (torch.cat([lp for lp, _ in pieces]), torch.cat([e for _, e in pieces]))
+
+    def visit(node: _Node, kv: Any, path: list[tuple[Any, Any]]) -> None:
+        if not node.scored_below:
+            finish(node.rows, path, node.start)
+            return
+        if node.end > node.start:
+            lp, ent, kv = run_node(node, kv, keep_cache=bool(node.children))
+            path = [*path, (lp, ent)]
+        finish(node.ending, path, node.end)
+        for child in node.children:
+            visit(child, kv, path)
+
+    visit(root, kv, [])
+    return out
+
+
+def _run_tree_node(
+    node: _Node,
+    kv: Any,
+    keep_cache: bool,
+    *,
+    backbone: Any,
+    head: Any,
+    input_ids: Any,
+    attention_mask: Any,
+    prompt_length: int,
+    score_mask: Any,
+    checkpoint: bool,
+    temperature: float,
+    fp32_head: bool,
+    stats: dict[str, int] | None,
+) -> tuple[Any, Any, Any]:
+    """One node's pass on top of its parent's keys and values ``kv``: the log-probabilities
+    and entropies of its tokens and (``keep_cache``) the keys and values with its own.
+
+    It reads the token before its first (the hidden state there predicts that first token)
+    up to the one before its last. Activation-checkpointed with ``checkpoint``: recomputed
+    in the backward instead of kept, so a group holds the prompt's activations and not
+    every row's (a group of long episodes otherwise exhausted a 24 GB machine).
+    """
+    import torch
+    import torch.utils.checkpoint
+    from transformers.cache_utils import DynamicCache
+
+    p, lead, a, b = prompt_length, node.rows[0], node.start, node.end
+    ids = input_ids[lead : lead + 1, p - 1 + a : p - 1 + b]
+    mask = attention_mask[lead : lead + 1, : p - 1 + b]
+    targets = input_ids[lead, p + a : p + b]
+    scored = None if score_mask is None else score_mask[lead, a:b]
+
+    def node_pass(ids: Any, mask: Any) -> tuple[Any, ...]:
+        # A fresh cache object over the parent's tensors: each branch appends its own.
+        cache = DynamicCache(ddp_cache_data=kv)
+        hidden = backbone(
+            input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=keep_cache
+        ).last_hidden_state[0]
+        if scored is not None and not bool(scored.any()):
+            lp = ent = hidden.new_zeros(b - a, dtype=torch.float32)
+        else:
+            lp, ent = _scored_positions(
+                hidden, targets, head, scored, temperature=temperature, fp32=fp32_head
+            )
+        if not keep_cache:
+            return lp, ent
+        grown = _plain_cache_tensors(cache, p - 1 + b)
+        if grown is None:  # a pass appends to each layer of a plain cache: never expected
+            raise RuntimeError("a tree node's pass did not extend its plain key-value cache")
+        return (lp, ent, *[t for pair in grown for t in pair])
+
+    if checkpoint:
+        # Non-reentrant: gradients still reach the parent's keys and values, which the pass
+        # reads through the closure, and autocast is replayed as it was.
+        outs = torch.utils.checkpoint.checkpoint(node_pass, ids, mask, use_reentrant=False)
+    else:
+        outs = node_pass(ids, mask)
+    if stats is not None:
+        key = "shared_completion_tokens" if len(node.rows) > 1 else "row_tokens"
+        stats[key] = stats.get(key, 0) + b - a
+        stats["scored_tokens"] = stats.get("scored_tokens", 0) + (
+            b - a if scored is None else int(scored.sum())
+        )
+    kv_out = list(zip(outs[2::2], outs[3::2], strict=True)) if keep_cache else None
+    return outs[0], outs[1], kv_out
 
 
 # Config fields under which a model's logits are not plain ``lm_head(hidden)``: such models
