@@ -81,7 +81,7 @@ def pass_once(net: Any, batch: tuple[Any, Any, Any, int], variant: str) -> tuple
                 compute_entropy=True,
                 checkpoint_rows=variant != "bf16-nockpt",
                 score_mask=None if variant in ("bf16-all", "bf16-trl-head") else model_mask,
-                share_openings=variant != "bf16-prompt-only",
+                share_prefixes=variant != "bf16-prompt-only",
             )
     finally:
         grpo._head_parts = own_head

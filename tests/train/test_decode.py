@@ -233,3 +233,54 @@ def test_drafted_rollouts_are_exact(tiny: tuple[Any, Any], temperature: float) -
         assert render(tok, chat, generation_prompt=False).startswith(text)
     if temperature == 0.0:
         assert [r.completion_ids for r in played[4]] == [r.completion_ids for r in played[0]]
+
+
+def test_a_copied_read_continues_like_its_own(tiny: tuple[Any, Any]) -> None:
+    """``Decoder.copy`` gives a sequence the keys and values another computed for the same
+    tokens: decoding on from the copy gives a full forward pass's log-probabilities."""
+    net, _ = tiny
+    decoder = Decoder(net, 2)
+    prompt = list(range(5, 40))
+    root = decoder.open()
+    decoder.step({root: prompt})
+    source, target = decoder.fork(root, 2)
+    reply = list(range(60, 90))
+    decoder.step({source: reply})
+    decoder.step({source: [7]})  # the source goes on; the copy takes only what it needs
+    decoder.copy(source, target, len(prompt) + len(reply))
+    assert decoder.length(target) == len(prompt) + len(reply)
+    logits = decoder.step({target: [9]})[target]
+    expected = full_logp(net, prompt + reply + [9])[-1]
+    assert torch.allclose(torch.log_softmax(logits, -1), expected, atol=1e-4)
+    with pytest.raises(ValueError, match="cannot copy"):
+        decoder.copy(source, target, decoder.length(source) + 1)
+
+
+@pytest.mark.parametrize("draft_tokens", [0, 3])
+def test_episodes_that_agree_read_each_reply_once(
+    tiny: tuple[Any, Any], draft_tokens: int, monkeypatch: Any
+) -> None:
+    """Greedy episodes of a group agree turn after turn: each reply is read by one of them
+    and copied to the others, and the rollouts are those of reading every reply."""
+    net, tok = tiny
+    instance = get_task("guess").instance(4, "easy")
+    opts = GRPOOptions(
+        max_turns=3,
+        max_new_tokens=16,
+        max_completion_length=900,
+        temperature=0.0,
+        draft_tokens=draft_tokens,
+    )
+    roller = EpisodeRoller(net, tok, opts)
+    shared = roller.play_group(instance, 3, seed=1)
+    assert all(r.turns > 1 for r in shared)
+    assert roller.copied_reads == 2 * (shared[0].turns - 1)  # two of three rows, each turn
+
+    def read_every_reply(self: Any, decoder: Any, rows: Any, replies: Any, known: Any) -> Any:
+        return decoder.step(replies)
+
+    monkeypatch.setattr(EpisodeRoller, "_read", read_every_reply)
+    alone = EpisodeRoller(net, tok, opts).play_group(instance, 3, seed=1)
+    for a, b in zip(shared, alone, strict=True):
+        assert a.completion_ids == b.completion_ids and a.env_mask == b.env_mask
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)

@@ -210,10 +210,10 @@ class SlotCache:
                     store.append(grown)
         self.slots, self.capacity = new_slots, new_cap
 
-    def copy_slot(self, src: int, dst: int, length: int) -> None:
+    def copy_slot(self, src: int, dst: int, length: int, start: int = 0) -> None:
         for store in (self.keys, self.values):
             for buf in store:
-                buf[dst, :, :length] = buf[src, :, :length]
+                buf[dst, :, start:length] = buf[src, :, start:length]
 
     # -- what transformers calls -----------------------------------------------------
     def update(
@@ -303,6 +303,19 @@ class Decoder:
         src = self.seqs[sid]
         src.family, src.shared = sid, src.length
         return out
+
+    def copy(self, src: int, dst: int, length: int) -> None:
+        """Give ``dst`` the first ``length`` positions of ``src`` (``dst``'s own first positions
+        must already equal ``src``'s): a conversation that has read exactly what another one
+        read takes its keys and values instead of computing them again."""
+        source, target = self.seqs[src], self.seqs[dst]
+        if not target.length <= length <= source.length:
+            raise ValueError(
+                f"cannot copy {length} positions from a sequence of {source.length} "
+                f"into one of {target.length}"
+            )
+        self.cache.copy_slot(source.slot, target.slot, length, start=target.length)
+        target.length = length
 
     def close(self, sid: int) -> None:
         """Free a sequence's slot (the last slot moves into it)."""

@@ -180,9 +180,10 @@ class EpisodeRoller:
     A group's episodes are decoded together by one :class:`~agentharness.train.decode.Decoder`:
     the prompt is read once and its KV cache copied to every episode, each decoding step
     reads the weights once for all episodes still writing, each episode's cache is kept
-    across its turns (a turn reads only the environment's reply), and an episode that ends
-    its turn steps its environment and goes on with its next turn at once instead of
-    waiting for the others. ``opts.rollout_dtype`` ``bfloat16`` samples with a bfloat16 copy
+    across its turns (a turn reads only the environment's reply; a reply to a conversation
+    another episode has already read is copied from it), and an episode that ends its turn
+    steps its environment and goes on with its next turn at once instead of waiting for
+    the others. ``opts.rollout_dtype`` ``bfloat16`` samples with a bfloat16 copy
     of the model (``bench/generation.py`` measures both). Used by the GRPO rollout function;
     usable on its own (tests drive it directly).
     """
@@ -199,6 +200,7 @@ class EpisodeRoller:
         self.forward_passes = 0  # of the last play_group (bench/generation.py reports it)
         self.stats: dict[str, list[float]] = {}  # its Decoder's: time in decoding steps and reads
         self.drafts = [0, 0]  # of the last play_group: drafted tokens, and how many were kept
+        self.copied_reads = 0  # of the last play_group: replies whose keys and values were copied
         self._sampling_copy: Any = None  # the bfloat16 copy, refreshed for each group
 
     def budgets(self, instance: Instance) -> Budgets:
@@ -214,6 +216,7 @@ class EpisodeRoller:
 
         started = time.time()
         self.drafts = [0, 0]
+        self.copied_reads = 0
         rows = []
         for k in range(n):
             episode = self.envs.open(instance, self.budgets(instance))
@@ -261,6 +264,7 @@ class EpisodeRoller:
         from agentharness.train.sampling import accept_drafts
 
         logits = {row.seq: first for row in rows}
+        read_before: dict[tuple[int, ...], tuple[int, Any]] = {}  # see _read
         carried: dict[int, int] = {}  # a token drawn at a refusal, not read yet
         turn_over: list[_Row] = []  # rows whose turn ended while their drafts were verified
         active = [row for row in rows if self._start_turn(row, decoder)]
@@ -324,7 +328,54 @@ class EpisodeRoller:
             elif feeds:
                 logits.update(decoder.step(feeds))
             if replies:
-                logits.update(decoder.step(replies))
+                logits.update(self._read(decoder, rows, replies, read_before))
+
+    def _read(
+        self,
+        decoder: Any,
+        rows: list[_Row],
+        replies: dict[int, list[int]],
+        read_before: dict[tuple[int, ...], tuple[int, Any]],
+    ) -> dict[int, Any]:
+        """Feed each row its reply; the logits after it.
+
+        Episodes of a group often agree for a turn or more (a confident model, the same
+        tool replies), so a row whose whole conversation so far is one another row has read
+        (``read_before``: completion tokens -> that row's sequence and its logits) copies
+        those keys and values instead of computing them: the same values its own read would
+        give, for a copy of the new positions.
+        """
+        completion = {row.seq: tuple(row.completion) for row in rows if row.seq in replies}
+        fresh: dict[int, list[int]] = {}
+        copies: dict[int, tuple[int, ...]] = {}
+        first: dict[tuple[int, ...], int] = {}
+        out: dict[int, Any] = {}
+        for seq, reply in replies.items():
+            key = completion[seq]
+            length = decoder.length(seq) + len(reply)
+            known = read_before.get(key)
+            if (
+                known is not None
+                and known[0] in decoder.seqs
+                and decoder.length(known[0]) >= length
+            ):
+                decoder.copy(known[0], seq, length)
+                out[seq] = known[1]
+                self.copied_reads += 1
+            elif key in first:
+                copies[seq] = key
+            else:
+                first[key] = seq
+                fresh[seq] = reply
+        if fresh:
+            out.update(decoder.step(fresh))
+        for key, seq in first.items():
+            read_before[key] = (seq, out[seq])
+        for seq, key in copies.items():
+            decoder.copy(first[key], seq, decoder.length(seq) + len(replies[seq]))
+            out[seq] = out[first[key]]
+            self.copied_reads += 1
+        return out
 
     def _drafts(self, active: list[_Row], feeds: dict[int, list[int]]) -> dict[int, list[int]]:
         """Each fed row's draft (none when ``draft_tokens`` is 0 or nothing matches)."""
@@ -514,6 +565,7 @@ def make_rollout_func(
         }
         i = 0
         drafts = [0, 0]
+        copied = 0
         while i < len(prompts):
             key = prompt_key(prompts[i])
             j = i
@@ -528,6 +580,7 @@ def make_rollout_func(
             seed = roller.opts.seed * 1_000_003 + step * 1009 + i
             played = roller.play_group(instance, j - i, seed)
             drafts = [a + b for a, b in zip(drafts, roller.drafts, strict=True)]
+            copied += roller.copied_reads
             for k, r in enumerate(played):
                 out["prompt_ids"].append(r.prompt_ids)
                 out["completion_ids"].append(r.completion_ids)
@@ -547,7 +600,8 @@ def make_rollout_func(
             f"[grpo] step {step}: {len(rewards)} episodes, mean reward "
             f"{sum(rewards) / max(1, len(rewards)):.3f}, end reasons {sorted(set(out['end_reason']))}, "
             f"rollouts {time.perf_counter() - t0:.1f} s"
-            + (f", drafted tokens kept {drafts[1]}/{drafts[0]}" if drafts[0] else ""),
+            + (f", drafted tokens kept {drafts[1]}/{drafts[0]}" if drafts[0] else "")
+            + (f", replies copied from an episode that read the same {copied}" if copied else ""),
             file=sys.stderr,
         )
         return {**out, "logprobs": None}
@@ -573,7 +627,7 @@ def shared_prompt_logps(
     score_mask: Any = None,
     temperature: float = 1.0,
     fp32_head: bool = False,
-    share_openings: bool = True,
+    share_prefixes: bool = True,
 ) -> tuple[Any, Any] | None:
     """Per-token log-probabilities (and entropies) of the completions, each prompt computed once.
 
@@ -585,28 +639,31 @@ def shared_prompt_logps(
 
     Rows with the same prompt tokens (and mask) are one partition. For each, the prompt
     minus its last token is run once (batch 1, with gradients when enabled,
-    ``use_cache=True``); then each row's ``[last prompt token] + completion`` (its real
-    tokens only: right padding is never computed) is run on top of that KV cache, so its
-    positions and attention are those of the full sequence. Gradients reach the prompt
-    through every row's use of its keys and values, so log-probabilities and gradients are
-    those of a pass over each whole row. The rows run one at a time rather than as a batch
-    over an expanded cache: on a CPU a few hundred tokens already fill the matrix products,
-    and a batch would compute every episode padded to the longest. With ``checkpoint_rows``
-    (and gradients enabled) each row's pass is activation-checkpointed: its activations are
-    recomputed in the backward instead of kept, so a group holds the prompt's activations and
-    one row's at a time, not all of them (a group of long episodes otherwise exhausted a
-    24 GB machine), for one more forward of the completions. When every row of a partition
-    opens with the same tokens (and score-mask entries) — a multi-turn group whose first
-    turn and reply agree — those are run with the prompt, scored there once and their
-    log-probabilities shared by every row (each keeps at least one token of its own), so
-    gradients from every row's advantage still reach them (``share_openings`` False: only
-    the prompt is shared). Returns ``(logps, entropies)`` shaped
-    ``(rows, logits_to_keep)``, zero at padding like TRL's, ``entropies`` None unless asked;
-    None when this cannot apply (no two rows share a prompt, completion masks that are not
-    right padding, a one-token prompt, a cache that is not a plain dynamic one) — the caller
-    then uses the per-row path. ``stats`` (if given) counts prompt passes, rows, the rows'
-    own completion tokens, how many of them the head scored, and the completion tokens
-    computed once with a prompt (``shared_completion_tokens``).
+    ``use_cache=True``); the completions (their real tokens only: right padding is never
+    computed) then run on top of that KV cache, so their positions and attention are those
+    of the full sequence, and gradients reach the prompt through every use of its keys and
+    values: log-probabilities and gradients are those of a pass over each whole row. The
+    completions run as a prefix tree (:func:`_completion_tree`): a stretch several rows share
+    (the same tokens and score-mask entries: a multi-turn group whose episodes agree for a
+    few turns, then part) is run once, on top of its parent's cache, and its
+    log-probabilities serve every row through it, so gradients from each row's advantage
+    reach it; a row's log-probabilities are its path's. Stretches under
+    :data:`MIN_SHARED_TOKENS` are run with each branch instead (``share_prefixes`` False,
+    or a model whose logits are more than ``lm_head(hidden)`` and keep TRL's head: every
+    row is its own branch, only the prompt is shared). Branches run one at a time
+    rather than as a batch over an expanded cache: on a CPU a few hundred tokens already
+    fill the matrix products, and a batch would compute every episode padded to the
+    longest. With ``checkpoint_rows`` (and gradients enabled) each branch's pass is
+    activation-checkpointed: its activations are recomputed in the backward instead of
+    kept, so a group holds the prompt's activations and not every row's (a group of long
+    episodes otherwise exhausted a 24 GB machine), for one more forward of the completions.
+    Returns ``(logps, entropies)`` shaped ``(rows, logits_to_keep)``, zero at padding like
+    TRL's, ``entropies`` None unless asked; None when this cannot apply (no two rows share a
+    prompt, completion masks that are not right padding, a one-token prompt, a cache that is
+    not a plain dynamic one) — the caller then uses the per-row path. ``stats`` (if given)
+    counts prompt passes, rows with a scored token, the completion tokens computed for one
+    row (``row_tokens``) and once for several (``shared_completion_tokens``), and how many
+    of them the head scored.
 
     The LM head is this function's own (:func:`_scored_positions`) wherever the model's
     logits are plain ``lm_head(hidden) / temperature`` (``temperature`` and ``fp32_head``
@@ -671,7 +728,7 @@ def shared_prompt_logps(
             kv = _plain_cache_tensors(cache, p - 1)
             if kv is None:
                 return None  # e.g. sliding-window layers
-            tree = _completion_tree(input_ids[:, p:], score_mask, part, lengths, share_openings)
+            tree = _completion_tree(input_ids[:, p:], score_mask, part, lengths, share_prefixes)
             run_node = functools.partial(
                 _run_tree_node,
                 backbone=backbone,
