@@ -106,6 +106,51 @@ def assert_same(shared: tuple[Any, Any, dict], plain: tuple[Any, Any, dict]) -> 
         torch.testing.assert_close(shared[2][name] / scale, grad / scale, atol=1e-5, rtol=0)
 
 
+def tree_and_plain_passes(
+    trainer: Any, ids: Any, mask: Any, keep: int, score: Any, **options: Any
+) -> tuple[tuple[Any, Any, dict], tuple[Any, Any, dict], dict[str, int]]:
+    """The prefix-tree pass (``shared_prompt_logps`` with ``score`` as its loss mask) and
+    TRL's per-row pass, each with the gradients of one fixed random function of its
+    log-probabilities and entropies over the scored positions; and the tree pass's counters."""
+    rows = ids.shape[0]
+    weights = torch.randn(rows, keep, generator=torch.Generator().manual_seed(1))
+
+    def gradients(logps: Any, entropies: Any) -> tuple[Any, Any, dict]:
+        loss = (logps + 0.3 * entropies) * weights
+        (loss if score is None else loss * score).sum().backward()
+        model = trainer.model
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        return logps.detach(), entropies.detach(), grads
+
+    stats: dict[str, int] = {}
+    trainer.model.zero_grad()
+    tree = shared_prompt_logps(
+        trainer.model, ids, mask, keep, compute_entropy=True, stats=stats,
+        temperature=trainer.temperature, score_mask=score, **options,
+    )  # fmt: skip
+    shared = gradients(*tree)
+    trainer.model.zero_grad()
+    trainer.shared_prompt = False
+    logps, entropies, _ = trainer._get_per_token_logps_and_entropies(
+        trainer.model, ids, mask, keep, compute_entropy=True
+    )
+    trainer.shared_prompt = True
+    return shared, gradients(logps, entropies), stats
+
+
+def assert_same_where_scored(
+    shared: tuple[Any, Any, dict], plain: tuple[Any, Any, dict], real: Any, score: Any
+) -> None:
+    """Equal log-probabilities and entropies at the real (unpadded) scored positions, zero
+    log-probabilities at the unscored ones, and equal gradients."""
+    if score is not None:
+        assert torch.all(shared[0][~score] == 0)
+        real = real & score
+    assert_same(
+        (shared[0][real], shared[1][real], shared[2]), (plain[0][real], plain[1][real], plain[2])
+    )
+
+
 def test_shared_prompt_equals_the_per_row_pass(tmp_path: Path) -> None:
     from agentharness.train import grpo
 
@@ -154,41 +199,10 @@ def test_common_first_completion_tokens_are_computed_once(
         score = torch.rand(4, keep, generator=torch.Generator().manual_seed(3)) < 0.6
         score[:, :9] = score[0, :9]
         score[1, 9:] = False  # a row whose own tokens are all the environment's
-    weights = torch.randn(4, keep, generator=torch.Generator().manual_seed(1))
-
-    def run(share: bool) -> tuple[Any, Any, dict, dict]:
-        trainer.model.zero_grad()
-        stats: dict[str, int] = {}
-        kwargs: dict[str, Any] = {"score_mask": score} if share else {}
-        if share:
-            logps, entropies = shared_prompt_logps(
-                trainer.model, ids, mask, keep, compute_entropy=True, stats=stats,
-                temperature=trainer.temperature, **kwargs,
-            )  # fmt: skip
-        else:
-            trainer.shared_prompt = False
-            logps, entropies, _ = trainer._get_per_token_logps_and_entropies(
-                trainer.model, ids, mask, keep, compute_entropy=True
-            )
-            trainer.shared_prompt = True
-        loss = (logps + 0.3 * entropies) * weights
-        (loss if score is None else loss * score).sum().backward()
-        grads = {
-            n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None
-        }
-        return logps.detach(), entropies.detach(), grads, stats
-
-    shared, plain = run(True), run(False)
-    assert shared[3]["shared_completion_tokens"] == 9
-    assert shared[3]["row_tokens"] == sum(len(t) for t in tails) - (1 if masked else 0)
-    real = mask[:, -keep:].bool() if score is None else score & mask[:, -keep:].bool()
-    torch.testing.assert_close(shared[0][real], plain[0][real], atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(shared[1][real], plain[1][real], atol=5e-5, rtol=1e-5)
-    if score is not None:
-        assert torch.all(shared[0][~score] == 0)
-    for name, grad in plain[2].items():
-        scale = float(grad.abs().max()) or 1.0
-        torch.testing.assert_close(shared[2][name] / scale, grad / scale, atol=1e-5, rtol=0)
+    shared, plain, stats = tree_and_plain_passes(trainer, ids, mask, keep, score)
+    assert stats["shared_completion_tokens"] == 9
+    assert stats["row_tokens"] == sum(len(t) for t in tails) - (1 if masked else 0)
+    assert_same_where_scored(shared, plain, mask[:, -keep:].bool(), score)
 
 
 @pytest.mark.parametrize("masked", [False, True])
@@ -224,45 +238,16 @@ def test_every_common_prefix_is_computed_once(
         score = row.repeat(5, 1)
         score[2, len(opening) :] = False  # row 2's own tokens are all the environment's
         score[1, len(opening) + len(middle) :] = ~score[1, len(opening) + len(middle) :]
-    weights = torch.randn(5, keep, generator=torch.Generator().manual_seed(1))
-
-    def run(share: bool) -> tuple[Any, Any, dict, dict]:
-        trainer.model.zero_grad()
-        stats: dict[str, int] = {}
-        if share:
-            logps, entropies = shared_prompt_logps(
-                trainer.model, ids, mask, keep, compute_entropy=True, stats=stats,
-                temperature=trainer.temperature, score_mask=score,
-                checkpoint_rows=checkpointed,
-            )  # fmt: skip
-        else:
-            trainer.shared_prompt = False
-            logps, entropies, _ = trainer._get_per_token_logps_and_entropies(
-                trainer.model, ids, mask, keep, compute_entropy=True
-            )
-            trainer.shared_prompt = True
-        loss = (logps + 0.3 * entropies) * weights
-        (loss if score is None else loss * score).sum().backward()
-        grads = {
-            n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.grad is not None
-        }
-        return logps.detach(), entropies.detach(), grads, stats
-
-    shared, plain = run(True), run(False)
+    shared, plain, stats = tree_and_plain_passes(
+        trainer, ids, mask, keep, score, checkpoint_rows=checkpointed
+    )
     # Computed once for several rows: the opening, the middle and row 0's (and 4's) ending;
     # for one row: row 1's ending and row 2's (unless the loss reads none of it); with the
     # middle too short for a pass, rows 1 and 3 compute it too.
-    assert shared[3]["shared_completion_tokens"] == len(opening) + len(middle) + len(first)
+    assert stats["shared_completion_tokens"] == len(opening) + len(middle) + len(first)
     own = len(second) + (0 if masked else len(other))
-    assert shared[3]["row_tokens"] == own + (2 * len(middle) if min_shared > 5 else 0)
-    real = mask[:, -keep:].bool() if score is None else score & mask[:, -keep:].bool()
-    torch.testing.assert_close(shared[0][real], plain[0][real], atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(shared[1][real], plain[1][real], atol=5e-5, rtol=1e-5)
-    if score is not None:
-        assert torch.all(shared[0][~score] == 0)
-    for name, grad in plain[2].items():
-        scale = float(grad.abs().max()) or 1.0
-        torch.testing.assert_close(shared[2][name] / scale, grad / scale, atol=1e-5, rtol=0)
+    assert stats["row_tokens"] == own + (2 * len(middle) if min_shared > 5 else 0)
+    assert_same_where_scored(shared, plain, mask[:, -keep:].bool(), score)
 
 
 def test_only_the_positions_the_loss_reads_are_scored(tmp_path: Path) -> None:
