@@ -12,15 +12,17 @@ alternating the sides so load drifts hit all alike:
   are compared with a float32 forward pass over the same tokens (mean and max |difference|).
 
 Eval side (``--eval N``): N instances played greedily by the ``local`` agent through the
-run loop at ``--concurrency C``, plain path vs the batched engine; the transcripts must be
-equal (the script says if they are not).
+run loop at ``--concurrency C``: the plain path, the batched engine without drafts and
+with them (``--eval-sides``, ``--eval-rounds`` alternating); the transcripts should be
+equal (the table says whether they are).
 
 Reported per side: wall seconds (per group / per eval), sampled tokens per second, medians
 over rounds and the ratio to ``plain``.
 
     python bench/generation.py [--model DIR] [--task thermal] [--group 8] [--turns 4]
         [--tokens 128] [--rounds 3] [--sides plain,fp32,bf16] [--plain-episodes K]
-        [--eval 8] [--concurrency 8] [--threads N]
+        [--eval 8] [--eval-sides plain,batched,drafts] [--eval-rounds 1] [--difficulty easy]
+        [--concurrency 8] [--threads N]
 
 The plain path plays episodes one after another, so ``--plain-episodes K`` plays K of the
 group and scales its time by G / K (its tokens per second are measured, not scaled).
@@ -152,62 +154,78 @@ def grpo_side(args: argparse.Namespace, net: Any, tok: Any) -> None:
         )
 
 
+EVAL_SIDES = {"plain": {"batched": False}, "batched": {"draft_tokens": 0}, "drafts": {}}
+
+
 def eval_side(args: argparse.Namespace, net: Any, tok: Any) -> None:
     from agentharness.rollout.runner import plan, run
     from agentharness.store.run import RunDir
 
-    items = plan([get_task(args.task)], n=args.eval, seed=0, difficulty="easy")
-    out: dict[str, tuple[float, int, dict[str, list[str]]]] = {}
-    for side in ("plain", "batched"):
-        agent = LocalAgent(
-            "bench",
-            temperature=0.0,
-            max_new_tokens=args.tokens,
-            batched=side == "batched",
-            max_batch=args.concurrency,
-        )
-        agent._loaded = (net, tok)
-        with tempfile.TemporaryDirectory() as tmp:
-            run_dir = RunDir(Path(tmp) / side)
-            run_dir.create({"command": "bench"})
+    items = plan([get_task(args.task)], n=args.eval, seed=0, difficulty=args.difficulty)
+    sides = args.eval_sides.split(",")
+    walls: dict[str, list[float]] = {side: [] for side in sides}
+    out: dict[str, tuple[int, dict[str, list[str]]]] = {}
+    for round_ in range(args.eval_rounds):
+        for side in sides if round_ % 2 == 0 else sides[::-1]:
+            agent = LocalAgent(
+                "bench",
+                temperature=0.0,
+                max_new_tokens=args.tokens,
+                max_batch=args.concurrency,
+                **EVAL_SIDES[side],
+            )
+            agent._loaded = (net, tok)
+            engine = agent.engine() if agent.batched else None
+            with tempfile.TemporaryDirectory() as tmp:
+                run_dir = RunDir(Path(tmp) / side)
+                run_dir.create({"command": "bench"})
 
-            async def go(agent: LocalAgent = agent, run_dir: RunDir = run_dir) -> None:
-                try:
-                    await run(
-                        items,
-                        agent,
-                        run_dir,
-                        concurrency=args.concurrency,
-                        budget_overrides={"max_turns": args.turns},
-                    )
-                finally:
-                    await agent.aclose()
+                async def go(agent: LocalAgent = agent, run_dir: RunDir = run_dir) -> None:
+                    try:
+                        await run(
+                            items,
+                            agent,
+                            run_dir,
+                            concurrency=args.concurrency,
+                            budget_overrides={"max_turns": args.turns},
+                        )
+                    finally:
+                        await agent.aclose()
 
-            t0 = time.perf_counter()
-            asyncio.run(go())
-            wall = time.perf_counter() - t0
-            records = list(run_dir.episodes())
-        tokens = sum(r.usage.completion_tokens for r in records)
-        texts = {
-            f"{r.instance.seed}": [m.text for m in r.messages if m.role == "assistant"]
-            for r in records
-        }
-        out[side] = (wall, tokens, texts)
-        print(
-            f"eval {side:>7}: {wall:7.1f} s, {tokens} sampled tokens, {tokens / wall:6.1f} tok/s",
-            flush=True,
-        )
-    same = out["plain"][2] == out["batched"][2]
+                t0 = time.perf_counter()
+                asyncio.run(go())
+                wall = time.perf_counter() - t0
+                records = list(run_dir.episodes())
+            tokens = sum(r.usage.completion_tokens for r in records)
+            texts = {
+                f"{r.instance.seed}": [m.text for m in r.messages if m.role == "assistant"]
+                for r in records
+            }
+            walls[side].append(wall)
+            out[side] = (tokens, texts)
+            kept = (
+                "" if engine is None else f", drafts kept {engine.drafts[1]} of {engine.drafts[0]}"
+            )
+            print(
+                f"eval {side:>7}: {wall:7.1f} s, {tokens} sampled tokens, "
+                f"{tokens / wall:6.1f} tok/s{kept}",
+                flush=True,
+            )
+    base = sides[0]
     print(
-        f"\neval: {args.eval} {args.task} easy instances, greedy, <= {args.turns} turns x {args.tokens} "
-        f"tokens, concurrency {args.concurrency}"
+        f"\neval: {args.eval} {args.task} {args.difficulty} instances, greedy, <= {args.turns} "
+        f"turns x {args.tokens} tokens, concurrency {args.concurrency}, {args.eval_rounds} round(s)"
     )
-    print("| path | s/eval | sampled tok/s |\n| --- | ---: | ---: |")
-    for side, (wall, tokens, _) in out.items():
-        print(f"| {side} | {wall:.1f} | {tokens / wall:.1f} |")
     print(
-        f"batched / plain speed: {out['plain'][0] / out['batched'][0]:.1f}x; transcripts equal: {same}"
+        f"| path | s/eval (median) | sampled tok/s | speed vs {base} | transcripts equal {base}'s |"
     )
+    print("| --- | ---: | ---: | ---: | --- |")
+    for side in sides:
+        wall = statistics.median(walls[side])
+        tokens, texts = out[side]
+        ratio = statistics.median(walls[base]) / wall
+        same = texts == out[base][1]
+        print(f"| {side} | {wall:.1f} | {tokens / wall:.1f} | {ratio:.2f}x | {same} |")
 
 
 def main() -> None:
@@ -228,6 +246,14 @@ def main() -> None:
     parser.add_argument(
         "--eval", type=int, default=0, help="instances of the eval comparison (0: skip)"
     )
+    parser.add_argument(
+        "--eval-sides",
+        default="plain,batched,drafts",
+        help="eval paths: plain (model.generate per turn), batched (the engine), drafts "
+        "(the engine with its default drafts)",
+    )
+    parser.add_argument("--eval-rounds", type=int, default=1)
+    parser.add_argument("--difficulty", default="easy", help="of the eval's instances")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = parser.parse_args()

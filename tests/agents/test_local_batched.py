@@ -38,7 +38,7 @@ def tiny() -> Iterator[tuple[Any, Any]]:
 
 
 def agent_on(tiny: tuple[Any, Any], **kwargs: Any) -> LocalAgent:
-    agent = LocalAgent("tiny", temperature=0.0, max_new_tokens=12, **kwargs)
+    agent = LocalAgent("tiny", **{"temperature": 0.0, "max_new_tokens": 12, **kwargs})
     agent._loaded = tiny  # the model under test instead of one loaded by name
     return agent
 
@@ -65,12 +65,35 @@ def play(agent: LocalAgent, out: Path, concurrency: int) -> dict[str, list[str]]
     }
 
 
-def test_batched_greedy_turns_equal_the_plain_path(tiny: tuple[Any, Any], tmp_path: Path) -> None:
+@pytest.mark.parametrize("draft_tokens", [0, 3])
+def test_batched_greedy_turns_equal_the_plain_path(
+    tiny: tuple[Any, Any], tmp_path: Path, draft_tokens: int
+) -> None:
+    """With drafts too: a drafted token is kept only where it is the model's argmax."""
     plain = play(agent_on(tiny, batched=False), tmp_path / "plain", concurrency=1)
-    batched_agent = agent_on(tiny, max_batch=4)
+    batched_agent = agent_on(tiny, max_batch=4, draft_tokens=draft_tokens)
+    engine = batched_agent.engine()
     batched = play(batched_agent, tmp_path / "batched", concurrency=4)
     assert len(plain) == 6 and sum(len(t) for t in plain.values()) > 12  # several turns each
     assert batched == plain
+    drafted, kept = engine.drafts
+    assert (kept > 0) if draft_tokens else (drafted == 0)
+
+
+def test_sampled_turns_with_drafts_repeat_with_their_seed_and_keep_their_budget(
+    tiny: tuple[Any, Any], tmp_path: Path
+) -> None:
+    """Sampling keeps drafted tokens by chance (each with its probability): the same seed
+    gives the same turns, and no turn runs past ``max_new_tokens`` however much it kept."""
+    turns, engines = [], []
+    for name in ("first", "again"):
+        agent = agent_on(tiny, max_batch=4, temperature=1.0, draft_tokens=5)
+        engines.append(agent.engine())
+        turns.append(play(agent, tmp_path / name, concurrency=4))
+        for record in RunDir(tmp_path / name).episodes():
+            assert record.usage.completion_tokens <= 12 * record.usage.requests
+    assert turns[0] == turns[1]
+    assert engines[0].drafts == engines[1].drafts and engines[0].drafts[1] > 0
 
 
 def test_evicted_episodes_read_their_prompt_again_and_still_agree(

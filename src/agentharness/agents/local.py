@@ -92,8 +92,12 @@ class LocalAgent:
     With ``batched`` (the default) the episodes in flight are decoded together by one
     :class:`_Engine` thread: one forward pass per token for all of them, each episode's KV
     cache kept across its turns (a turn reads only the new messages, tokenised on their
-    own), at most ``max_batch`` episodes cached at once (``--concurrency``). Greedy output
-    is the same as the plain path's (``batched=False``: the whole conversation tokenised
+    own), at most ``max_batch`` episodes cached at once (``--concurrency``). With
+    ``draft_tokens`` an episode also feeds the tokens its own conversation suggests come
+    next (copied numbers, tool names, lists) and keeps those the model would have chosen,
+    several tokens for one pass (:func:`~agentharness.train.sampling.accept_drafts`:
+    greedy's own tokens, and sampling's distribution). Greedy output is the same as the
+    plain path's (``batched=False``: the whole conversation tokenised
     and ``model.generate`` called for each turn, one episode at a time), which stays as
     the reference ``bench/generation.py`` measures against.
     """
@@ -109,6 +113,7 @@ class LocalAgent:
         max_prompt_tokens: int = 6144,
         max_batch: int = 8,
         batched: bool = True,
+        draft_tokens: int = 3,
     ) -> None:
         self.model_name = model
         self.name = f"local:{Path(model).name if model != DEFAULT_MODEL else model}"
@@ -119,6 +124,7 @@ class LocalAgent:
         self.max_prompt_tokens = max_prompt_tokens
         self.max_batch = max(1, max_batch)
         self.batched = batched
+        self.draft_tokens = max(0, draft_tokens)
         self._loaded: tuple[Any, Any] | None = None
         self._lock = threading.Lock()
         self._engine_lock = threading.Lock()
@@ -243,7 +249,8 @@ class _Request:
         self.session = session
         self.ids = ids
         self.future: concurrent.futures.Future[AgentTurn] = concurrent.futures.Future()
-        self.sampled: list[int] = []
+        self.sampled: list[int] = []  # its last token is not read yet
+        self.drafter: Any = None  # NgramDrafter over the prompt and the sampled tokens
 
 
 class _Engine:
@@ -251,7 +258,8 @@ class _Engine:
 
     ``submit`` hands it a turn's prompt ids; between forward passes it admits new turns
     (each reads only the tokens its cache lacks), then every turn being written gets its
-    next token from one batched forward pass. A finished turn resolves its future and
+    next token (and any drafted tokens the model agrees with) from one batched forward
+    pass. A finished turn resolves its future and
     keeps its cache for the episode's next turn; when more than ``max_batch`` episodes
     want a cache, the least recently used idle one gives up its slot (and reads its whole
     prompt again if it comes back).
@@ -274,6 +282,7 @@ class _Engine:
         self.sessions: dict[int, _Session] = {}
         self.clock = 0
         self.tokens_read = 0  # prompt tokens fed to the model (the rest came from the cache)
+        self.drafts = [0, 0]  # tokens drafted, and how many of them were kept
         self.thread = threading.Thread(target=self._loop, name="local-agent-engine", daemon=True)
         self.thread.start()
 
@@ -345,21 +354,31 @@ class _Engine:
                         self._drop(item)
                     else:
                         new.append(item)
-                feeds: dict[int, list[int]] = {}
+                # turns already being written feed their unread token (and a draft); new
+                # turns read what their cache lacks
+                writes = {r.session.slot(): [r.sampled[-1]] for r in writing}
+                drafts = self._drafts(writing)
+                reads: dict[int, list[int]] = {}
                 for request in new:
-                    feeds.update(self._admit(request, writing))
+                    reads.update(self._admit(request, writing))
                     writing.append(request)
-                for request in writing:
-                    if request.session.slot() not in feeds:
-                        feeds[request.session.slot()] = [request.sampled[-1]]
-                logits = self.decoder.step(feeds)
+                seen: dict[int, Any] = {}
+                if drafts:  # one pass verifies every draft; rows without one ride along
+                    seen = self.decoder.extend(
+                        {s: w + drafts.get(s, []) for s, w in writes.items()}
+                    )
+                    logits = {s: seen[s][0] for s in writes if s not in drafts}
+                    logits.update(self.decoder.step(reads) if reads else {})
+                else:
+                    logits = self.decoder.step({**reads, **writes}) if reads or writes else {}
                 still = []
                 for request in writing:
-                    session = request.session
-                    token = self._sample(logits[session.slot()], session)
-                    request.sampled.append(token)
-                    session.cached.append(token)
-                    if token in self.eos_ids or len(request.sampled) >= self.agent.max_new_tokens:
+                    slot = request.session.slot()
+                    if slot in drafts:
+                        done = self._verify(request, seen[slot], drafts[slot])
+                    else:
+                        done = self._draw(request, logits[slot])
+                    if done:
                         self._finish(request)
                     else:
                         still.append(request)
@@ -402,7 +421,58 @@ class _Engine:
         self.decoder.crop(session.slot(), keep)
         session.cached = list(ids)
         self.tokens_read += len(ids) - keep
+        if self.agent.draft_tokens:
+            from agentharness.train.sampling import NgramDrafter
+
+            request.drafter = NgramDrafter()
+            request.drafter.extend(ids)
         return {session.slot(): ids[keep:]}
+
+    def _drafts(self, writing: list[_Request]) -> dict[int, list[int]]:
+        """Each writing turn's draft of what follows its unread token (none without drafter)."""
+        drafts = {}
+        for request in writing:
+            if request.drafter is not None:
+                # room for the draft and the token after it: a turn never runs past its room
+                room = self.agent.max_new_tokens - len(request.sampled) - 1
+                draft = request.drafter.propose(min(self.agent.draft_tokens, room))
+                if draft:
+                    drafts[request.session.slot()] = draft
+        return drafts
+
+    def _take(self, request: _Request, token: int) -> bool:
+        """Add a drawn token to the turn; True when it ends the turn."""
+        request.sampled.append(token)
+        request.session.cached.append(token)
+        if request.drafter is not None:
+            request.drafter.extend([token])
+        return token in self.eos_ids or len(request.sampled) >= self.agent.max_new_tokens
+
+    def _draw(self, request: _Request, logits: Any) -> bool:
+        return self._take(request, self._sample(logits, request.session))
+
+    def _verify(self, request: _Request, seen: Any, draft: list[int]) -> bool:
+        """Keep the draft's tokens the model agrees with (``seen``: its logits at the fed
+        token and at each drafted one); the cache keeps what was read of them, and the turn
+        ends with one token not read yet, as after a plain step."""
+        from agentharness.train.sampling import accept_drafts
+
+        session = request.session
+        agent = self.agent
+        start = self.decoder.length(session.slot()) - len(draft)  # the first drafted position
+        verdict = accept_drafts(
+            seen, draft, agent.temperature, agent.top_p, self._generator(session)
+        )
+        self.drafts[0] += len(draft)
+        self.drafts[1] += verdict.read
+        for i, token in enumerate(verdict.tokens):
+            if self._take(request, token):
+                self.decoder.crop(session.slot(), start + i)
+                return True
+        self.decoder.crop(session.slot(), start + verdict.read)
+        if verdict.next_logits is None:
+            return False  # the token drawn in place of a refused one is the unread one
+        return self._draw(request, verdict.next_logits)
 
     def _sample(self, logits: Any, session: _Session) -> int:
         import torch
@@ -412,9 +482,14 @@ class _Engine:
         agent = self.agent
         if agent.temperature <= 0:
             return int(torch.argmax(logits))
+        return sample_token(logits, agent.temperature, agent.top_p, self._generator(session))[0]
+
+    def _generator(self, session: _Session) -> Any:
+        import torch
+
         if session.generator is None:
             session.generator = torch.Generator().manual_seed(session.seed)
-        return sample_token(logits, agent.temperature, agent.top_p, session.generator)[0]
+        return session.generator
 
     def _finish(self, request: _Request) -> None:
         request.session.cached.pop()  # the turn's last token was never read
