@@ -182,6 +182,17 @@ def _train_summary(model_dir: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def step_time_summary(seconds: list[float]) -> dict[str, Any]:
+    """A training run's step times: each step's, the median and how many took under a minute."""
+    return {
+        "each": seconds,
+        "median": statistics.median(seconds),
+        "max": max(seconds),
+        "under_60": sum(1 for x in seconds if x < 60),
+        "steps": len(seconds),
+    }
+
+
 def summary(work: Path, out: Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     records = {s: stage_records(work, s) for s in STAGES}
@@ -232,6 +243,8 @@ def summary(work: Path, out: Path) -> dict[str, Any]:
                 for k in ("examples", "steps", "seconds", "tokens_per_example", "options")
                 if k in summ
             }
+            if summ.get("step_seconds"):
+                result["training"][model]["step_seconds"] = step_time_summary(summ["step_seconds"])
     # the documented shape holds even when a stage did not run (mean / delta null)
     for s in STAGES:
         result["stages"].setdefault(s, {"mean": None, "complete": False, "note": "not run"})
@@ -240,6 +253,9 @@ def summary(work: Path, out: Path) -> dict[str, Any]:
             name, {"delta": None, "ci": None, "note": f"{a} or {b} has no held-out episodes"}
         )
     result["grpo_groups"] = grpo_groups(work / "models" / "grpo" / "rollouts")
+    step_seconds = (_train_summary(work / "models" / "grpo") or {}).get("step_seconds") or []
+    for g in result["grpo_groups"]:
+        g["step_seconds"] = step_seconds[g["step"]] if g["step"] < len(step_seconds) else None
     result["plots"] = plot_curves(work, out)
     (out / "summary.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "table.md").write_text(table(result) + "\n")
@@ -283,8 +299,8 @@ def table(result: dict[str, Any]) -> str:
     if result.get("grpo_groups"):
         lines += [
             "",
-            "| GRPO step | task | instance (seed) | group rewards | group mean |",
-            "| ---: | --- | ---: | --- | ---: |",
+            "| GRPO step | task | instance (seed) | group rewards | group mean | step s |",
+            "| ---: | --- | ---: | --- | ---: | ---: |",
         ]
         for g in result["grpo_groups"]:
             rewards = g["rewards"]
@@ -293,9 +309,10 @@ def table(result: dict[str, Any]) -> str:
                 if len(set(rewards)) == 1
                 else ", ".join(f"{x:.2g}" for x in rewards)
             )
+            seconds = g.get("step_seconds")
             lines.append(
                 f"| {g['step'] + 1} | {g['task']} | {g['seed']} | {shown} | "
-                f"{statistics.fmean(rewards):.3f} |"
+                f"{statistics.fmean(rewards):.3f} | {'-' if seconds is None else f'{seconds:.0f}'} |"
             )
     return "\n".join(lines)
 

@@ -93,3 +93,33 @@ def test_group_rewards_splits_a_grpo_log_by_step_and_instance(tmp_path: Path) ->
         (1, task, 1.0),
     ]
     assert summarize.group_rewards(tmp_path / "missing") == []
+
+
+def test_grpo_step_times_are_summarized_and_tabled() -> None:
+    """summary.json says how many GRPO steps took under a minute; table.md gives each group's."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("summarize", SCRIPT.parent / "summarize.py")
+    assert spec and spec.loader
+    summarize = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summarize)
+
+    times = summarize.step_time_summary([42.0, 75.5, 59.9])
+    assert times == {
+        "each": [42.0, 75.5, 59.9],
+        "median": 59.9,
+        "max": 75.5,
+        "under_60": 2,
+        "steps": 3,
+    }
+    result = {
+        "stages": {s: {"mean": None} for s in summarize.STAGES},
+        "changes": {},
+        "grpo_groups": [
+            {"step": 0, "task": "t-v1", "seed": 7, "rewards": [1.0, 0.0], "step_seconds": 75.5},
+            {"step": 1, "task": "t-v1", "seed": 8, "rewards": [1.0, 1.0], "step_seconds": None},
+        ],
+    }
+    rows = [line for line in summarize.table(result).splitlines() if line.startswith("| 1 |")]
+    assert rows == ["| 1 | t-v1 | 7 | 1, 0 | 0.500 | 76 |"]
+    assert "| 2 | t-v1 | 8 | all 1 | 1.000 | - |" in summarize.table(result)

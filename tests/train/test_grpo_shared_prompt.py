@@ -519,6 +519,7 @@ def test_train_grpo_on_a_tiny_model_with_a_group_of_4(
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["steps"] == 2 and len(summary["losses"]) == 2
     assert all(abs(x) < 1e3 for x in summary["losses"])
+    assert len(summary["step_seconds"]) == 2
     assert summary["options"]["train_dtype"] == train_dtype
     sharing = summary["prompt_sharing"]
     if shared_prompt:

@@ -1389,6 +1389,8 @@ def train_grpo(
             "steps": trainer.state.global_step,
             "losses": losses,
             "mean_reward_per_step": rewards,
+            # TRL's per-step wall time: the group's rollouts and its training pass
+            "step_seconds": [float(h["step_time"]) for h in history if "step_time" in h],
             "options": asdict(opts),
             "max_steps": max_steps,
             "seconds": round(time.time() - started, 1),
