@@ -97,9 +97,9 @@ class LocalAgent:
     next (copied numbers, tool names, lists) and keeps those the model would have chosen,
     several tokens for one pass (:func:`~agentharness.train.sampling.accept_drafts`:
     greedy's own tokens, and sampling's distribution). Greedy output is the same as the
-    plain path's (``batched=False``: the whole conversation tokenised
-    and ``model.generate`` called for each turn, one episode at a time), which stays as
-    the reference ``bench/generation.py`` measures against.
+    plain path's (``batched=False``: the whole conversation tokenised and
+    ``model.generate`` called for each turn, one episode at a time), which stays as the
+    reference ``bench/generation.py`` measures against.
     """
 
     def __init__(
@@ -259,10 +259,9 @@ class _Engine:
     ``submit`` hands it a turn's prompt ids; between forward passes it admits new turns
     (each reads only the tokens its cache lacks), then every turn being written gets its
     next token (and any drafted tokens the model agrees with) from one batched forward
-    pass. A finished turn resolves its future and
-    keeps its cache for the episode's next turn; when more than ``max_batch`` episodes
-    want a cache, the least recently used idle one gives up its slot (and reads its whole
-    prompt again if it comes back).
+    pass. A finished turn resolves its future and keeps its cache for the episode's next
+    turn; when more than ``max_batch`` episodes want a cache, the least recently used idle
+    one gives up its slot (and reads its whole prompt again if it comes back).
     """
 
     def __init__(self, agent: LocalAgent) -> None:
