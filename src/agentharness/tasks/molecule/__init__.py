@@ -31,6 +31,9 @@ of the result) — under a call budget (30 / 15 / 12). It answers with
   icosahedral packing, then perturb-and-minimize with the Metropolis rule); only with
   one call left and no success does it minimize a perturbed copy of the hidden
   solution (about 0% / 3% / 20% of easy / medium / hard episodes).
+* v3 stores the solution's energy and the start's local minimum rounded to 6 decimals:
+  v2 stored ASE's sums in full, whose last bits differ between numpy builds and CPUs, so
+  the same seed gave a different instance on another machine. Otherwise v2's.
 """
 
 from agentharness.tasks.molecule.task import TASK

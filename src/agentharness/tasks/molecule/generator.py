@@ -14,6 +14,7 @@ from agentharness.tasks.molecule.problem import Hidden, Public
 from agentharness.tasks.molecule.simulator import (
     COORD_LIMIT,
     DECIMALS,
+    ENERGY_DECIMALS,
     GLOBAL_MINIMA,
     LOOSE_DISTANCE,
     MIN_PAIR_DISTANCE,
@@ -60,7 +61,9 @@ class MoleculeGenerator:
 
         core = global_minimum_structure(n) * sigma
         solution = np.round((core @ random_rotation(rng).T)[rng.permutation(n)], DECIMALS)
-        solution_energy = ase_energy(as_positions(solution, n, sigma), sigma)
+        solution_energy = round(
+            ase_energy(as_positions(solution, n, sigma), sigma), ENERGY_DECIMALS
+        )
         if abs(solution_energy - target) > 1e-5:  # never hand out an unverified instance
             raise RuntimeError(f"LJ{n} solution has energy {solution_energy}, expected {target}")
 
@@ -70,7 +73,7 @@ class MoleculeGenerator:
             pos = as_positions(start, n, sigma)  # the start must itself be a valid tool input
             if isolated_atoms(pos, LOOSE_DISTANCE * sigma):
                 continue  # local_minimize would refuse it
-            start_minimum = relax(pos, sigma).energy
+            start_minimum = round(relax(pos, sigma).energy, ENERGY_DECIMALS)
             if start_minimum > floor:
                 break
         else:

@@ -12,7 +12,12 @@ from agentharness.core.episode import Trajectory
 from agentharness.core.instance import Instance
 from agentharness.core.reward import Reward, RewardComponent
 from agentharness.tasks.molecule.problem import Hidden, Public
-from agentharness.tasks.molecule.simulator import StructureError, as_positions, ase_energy
+from agentharness.tasks.molecule.simulator import (
+    ENERGY_DECIMALS,
+    StructureError,
+    as_positions,
+    ase_energy,
+)
 from agentharness.tasks.molecule.tools import MoleculeWorld
 
 PARTIAL_WEIGHT = 0.5  # the most an answer short of the global minimum can earn
@@ -42,7 +47,9 @@ def reward(instance: Instance, world: MoleculeWorld, trajectory: Trajectory) -> 
     gap = max(0.0, energy - target)
     success = gap <= tol
     span = baseline - target
-    progress = 1.0 if success else min(1.0, max(0.0, (baseline - energy) / span))
+    # The baseline is stored rounded (v3): the start's own minimum, re-found, is no progress.
+    below = round(baseline - energy, ENERGY_DECIMALS)
+    progress = 1.0 if success else min(1.0, max(0.0, below / span))
     calls = world.calls_used
     efficiency = max(0.0, 1.0 - max(0, calls - 1) / budget)
     trim = 1.0 - EFFICIENCY_WEIGHT * (1.0 - efficiency) if success else 1.0

@@ -75,6 +75,9 @@ RELAX_GTOL = 1e-6  # L-BFGS stops when no reduced gradient component exceeds thi
 RELAX_MAX_STEPS = 3000  # compact starts need 50-300 L-BFGS steps
 LOOSE_DISTANCE = 3.0  # local_minimize refuses an atom with no neighbour within this distance
 DECIMALS = 6  # coordinates handed to the agent are rounded to this many decimals
+# Energies stored in instances are rounded too (v3): ASE's sums differ in the last bits
+# between numpy builds and CPUs, and an instance must be the same wherever it is generated.
+ENERGY_DECIMALS = 6
 
 
 class StructureError(ValueError):
