@@ -18,8 +18,8 @@ RESULTS=${RESULTS:-experiments/results}
 # task:turn budget:max new tokens per turn. The budgets fit the expert's own trajectories
 # at difficulty easy (harmony 4 turns, thermal 5, escape_room 11) plus one turn of slack;
 # robot_reach-v6's expert takes 3-10 turns (4 in the median; 18 of 20 within 8). The token
-# caps are above the expert's longest turn (176, 121, 123, 41; bench/prompt_tokens.py).
-TASK_SPECS=${TASK_SPECS:-"harmony-v4:5:192 thermal-v3:6:160 robot_reach-v6:8:160 escape_room-v1:12:64"}
+# caps are above the expert's longest turn (63, 121, 123, 41; bench/prompt_tokens.py).
+TASK_SPECS=${TASK_SPECS:-"harmony-v5:5:96 thermal-v3:6:160 robot_reach-v6:8:160 escape_room-v1:12:64"}
 DIFFICULTY=${DIFFICULTY:-easy}
 N_HELD_OUT=${N_HELD_OUT:-20}        # held-out instances per task: seeds 0..N-1
 N_SYNTH=${N_SYNTH:-32}              # instances synthesized around the untuned model's failures
@@ -29,11 +29,11 @@ SFT_LR=${SFT_LR:-2e-4}
 SFT_WARMUP=${SFT_WARMUP:-0}          # (HF warmup gives its first step learning rate 0)
 SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-4096}
 TRAIN_DTYPE=${TRAIN_DTYPE:-bfloat16}  # autocast in SFT and GRPO training passes (weights stay float32)
-GRPO_TASKS=${GRPO_TASKS:-robot_reach-v6,harmony-v4}  # tasks GRPO plays (one turn budget for all):
+GRPO_TASKS=${GRPO_TASKS:-robot_reach-v6,harmony-v5}  # tasks GRPO plays (one turn budget for all):
 GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-6}       # the two with most room that SFT solves sometimes (thermal
                                           # is already 0.87 after SFT), at robot_reach's held-out budget
 GRPO_ROLLOUT_DTYPE=${GRPO_ROLLOUT_DTYPE:-bfloat16}  # GRPO samples with a bfloat16 copy (TRL rescores in float32)
-GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-192}   # harmony's held-out cap (its expert's longest turn is 176)
+GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-160}   # robot_reach's held-out cap, the larger of the two
 N_PROBE=${N_PROBE:-0}               # GRPO candidate instances per task (seeds 100000+); 0: no probe, a
 PROBE_K=${PROBE_K:-2}               # fresh instance for every group. PROBE_K: samples of the SFT policy
                                     # per candidate (the probe keeps those whose rewards differ)

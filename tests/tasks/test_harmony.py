@@ -241,6 +241,7 @@ def test_tool_results_carry_their_data() -> None:
     assert bad.outcome is not None and bad.outcome.is_error and bad.outcome.data is None
     done = step_call(ep, "submit_voices", {"voices": inst.hidden["solution"]}, "c3")
     assert done.outcome is not None and done.outcome.data == {
+        "voices": inst.hidden["solution"],
         "errors": 0,
         "warnings": 0,
         "parallels": 0,
@@ -290,10 +291,50 @@ def test_bad_input_is_an_error_and_episode_continues(voices: object, needle: str
 def test_nan_and_missing_arguments_are_errors() -> None:
     inst = _instance(0, "easy")
     ep = episode_for(inst)
-    for args in ({}, {"voices": float("nan")}, '{"voices": NaN}', {"voices": None}):
+    for args in ({"voices": float("nan")}, '{"voices": NaN}', {"voices": "C4"}):
         ep.step(call("check_harmony", args, "x"))
         assert ep.tool_calls[-1].is_error
+    for name, args, needle in (
+        ("change_note", {"chord": 1, "voice": "alto"}, "note"),
+        ("note_options", {}, "chord"),
+    ):
+        reply = step_call(ep, name, args, "y")
+        assert reply.outcome is not None and reply.outcome.is_error and needle in reply.text
     assert not ep.done
+    assert ep.world.voices == inst.public["given"]  # nothing that failed changed the voices
+
+
+def test_tools_work_on_the_working_voices() -> None:
+    """No argument: the given voices at first, then as change_note and checks left them;
+    voices passed to check_harmony become the working voices, a bad set does not."""
+    inst = _instance(1, "medium")
+    given, solution = inst.public["given"], inst.hidden["solution"]
+    ep = episode_for(inst)
+    first = step_call(ep, "check_harmony", {})
+    explicit = step_call(episode_for(inst), "check_harmony", {"voices": given})
+    assert first.text == explicit.text and "Notes changed from the given voices: 0" in first.text
+    step_call(ep, "check_harmony", {"voices": solution}, "c2")
+    assert ep.world.voices == solution
+    step_call(ep, "check_harmony", {"voices": {"soprano": ["C4"]}}, "c3")
+    assert ep.world.voices == solution
+    again = step_call(ep, "check_harmony", {}, "c4")
+    assert "0 error(s)" in again.text
+    done = step_call(ep, "submit_voices", {}, "c5")
+    assert ep.done and ep.world.submitted == solution and done.outcome is not None
+    assert ep.reward().success
+
+
+def test_a_submission_of_given_voices_replaces_the_working_ones() -> None:
+    inst = _instance(0, "easy")
+    ep = episode_for(inst)
+    for i, (chord, voice) in enumerate([(1, "alto"), (2, "tenor")]):
+        options = step_call(ep, "note_options", {"chord": chord, "voice": voice}, f"o{i}")
+        assert options.outcome is not None
+        note = options.outcome.data["options"][-1]["note"]
+        step_call(ep, "change_note", {"chord": chord, "voice": voice, "note": note}, f"c{i}")
+    assert ep.world.voices != inst.public["given"]
+    step_call(ep, "submit_voices", {"voices": inst.hidden["solution"]}, "s")
+    assert ep.world.submitted == inst.hidden["solution"] and ep.reward().success
 
 
 # -- reward -------------------------------------------------------------------------
@@ -567,8 +608,7 @@ def test_expert_solves(difficulty: str) -> None:
         assert ep.end_reason == "answered" and r.success
         assert r.total >= SPEC.solved_threshold
         # check, then note_options and change_note per changed note, submit; every new note
-        # is one a note_options call listed for that position, and the answer is the voices
-        # the last change_note returned, copied.
+        # is one a note_options call listed for that position, and no call carries voices.
         names = [c.name for c in ep.tool_calls]
         changed = names.count("note_options")
         assert names == [
@@ -581,28 +621,28 @@ def test_expert_solves(difficulty: str) -> None:
         for options, change in zip(calls[::2], calls[1::2], strict=True):
             assert change.arguments == {**options.arguments, "note": change.arguments["note"]}
             assert change.arguments["note"] in [o["note"] for o in options.data["options"]]
-        for change, after in zip(calls[1::2], calls[2::2], strict=False):
-            assert after.arguments["voices"] == change.data["voices"]
-        assert ep.tool_calls[-1].arguments["voices"] == calls[-1].data["voices"]
+        assert all("voices" not in c.arguments for c in ep.tool_calls)
+        assert ep.world.submitted == calls[-1].data["voices"]
         assert calls[-1].data["errors"] == 0
         assert list(unsourced_numbers(ep.messages, ep.tools)) == []
 
 
-def test_change_note_returns_the_changed_voices_and_their_check() -> None:
+def test_change_note_changes_the_working_voices_and_checks_them() -> None:
     inst = _instance(0, "easy")
     given = inst.public["given"]
     ep = episode_for(inst)
     voice = "alto"
     note = "C4" if given[voice][1] != "C4" else "E4"
-    args = {"voices": given, "chord": 2, "voice": voice, "note": note}
+    args = {"chord": 2, "voice": voice, "note": note}
     reply = step_call(ep, "change_note", args)
     assert reply.outcome is not None and not reply.outcome.is_error, reply.text
     new = reply.outcome.data["voices"]
+    assert new == ep.world.voices
     assert new[voice][1] == note and new[voice][0] == given[voice][0]
     assert {v: line for v, line in new.items() if v != voice} == {
         v: line for v, line in given.items() if v != voice
     }
-    assert json.dumps(new) in reply.text  # the whole answer, ready to copy
+    assert f"the {voice} is now {' '.join(new[voice])}" in reply.text
     check = step_call(ep, "check_harmony", {"voices": new}, "c2")
     assert check.outcome is not None
     for key in ("errors", "warnings", "parallels", "changed"):
@@ -615,7 +655,7 @@ def test_change_note_returns_the_changed_voices_and_their_check() -> None:
     ):
         out = step_call(ep, "change_note", bad, "bad")
         assert out.outcome is not None and out.outcome.is_error and needle in out.text, out.text
-    assert not ep.done
+    assert not ep.done and ep.world.voices == new
 
 
 def test_on_easy_the_experts_new_note_is_mostly_the_best_option_listed() -> None:
@@ -624,7 +664,9 @@ def test_on_easy_the_experts_new_note_is_mostly_the_best_option_listed() -> None
         ep = run_expert(_instance(seed, "easy"))
         (options,) = [c for c in ep.tool_calls if c.name == "note_options"]
         chord, voice = options.arguments["chord"], options.arguments["voice"]
-        new = ep.tool_calls[-1].arguments["voices"][voice][chord - 1]
+        submitted = ep.world.submitted
+        assert submitted is not None
+        new = submitted[voice][chord - 1]
         best += new == options.data["options"][0]["note"]
         assert options.data["options"][0]["errors"] == 0
     assert best >= 9
@@ -636,7 +678,7 @@ def test_note_options_lists_chord_tones_with_the_errors_each_leaves() -> None:
     chords = pub.chord_infos()
     given = inst.public["given"]
     ep = episode_for(inst)
-    reply = step_call(ep, "note_options", {"voices": given, "chord": 2, "voice": "tenor"})
+    reply = step_call(ep, "note_options", {"chord": 2, "voice": "tenor"})
     assert reply.outcome is not None and not reply.outcome.is_error, reply.text
     data = reply.outcome.data
     assert data["chord"] == 2 and data["voice"] == "tenor" and data["now"] == given["tenor"][1]
@@ -651,14 +693,14 @@ def test_note_options_lists_chord_tones_with_the_errors_each_leaves() -> None:
     for o in options[:3]:
         trial = json.loads(json.dumps(given))
         trial["tenor"][1] = o["note"]
-        check = step_call(ep, "check_harmony", {"voices": trial}, "c2").outcome
+        check = step_call(episode_for(inst), "check_harmony", {"voices": trial}, "c2").outcome
         assert check is not None
         assert (check.data["errors"], check.data["warnings"]) == (o["errors"], o["warnings"])
     keys = [(o["errors"], o["warnings"]) for o in options]
     assert keys == sorted(keys)
     assert sum(o["current"] for o in options) <= 1
     # The bass may only sound the chord's bass note.
-    bass = step_call(ep, "note_options", {"voices": given, "chord": 1, "voice": "bass"}, "c3")
+    bass = step_call(ep, "note_options", {"chord": 1, "voice": "bass"}, "c3")
     assert bass.outcome is not None
     assert {simulator.parse_pitch(o["note"]) % 12 for o in bass.outcome.data["options"]} == {
         chords[0].bass_pc
@@ -677,7 +719,7 @@ def test_note_options_lists_chord_tones_with_the_errors_each_leaves() -> None:
 def test_note_options_rejects_bad_positions(args: dict[str, object], needle: str) -> None:
     inst = _instance(0, "easy")
     ep = episode_for(inst)
-    bad = step_call(ep, "note_options", {"voices": inst.public["given"], **args})
+    bad = step_call(ep, "note_options", args)
     assert bad.outcome is not None and bad.outcome.is_error and needle in bad.text, bad.text
     assert not ep.done
 
@@ -695,6 +737,21 @@ def test_expert_reads_the_outcome_of_its_checks() -> None:
     ok = tool_message(tc.id, tc.function.name, "Error", ToolOutcome(data={"errors": 1}))
     fix = expert.next_turn([first, ok])  # the text is not read: the outcome says it worked
     assert fix.tool_calls and fix.tool_calls[0].function.arguments != tc.function.arguments
+
+
+def test_expert_puts_back_a_note_another_call_changed() -> None:
+    inst = _instance(2, "easy")
+    ep = episode_for(inst)
+    options = step_call(ep, "note_options", {"chord": 1, "voice": "soprano"}, "o")
+    assert options.outcome is not None
+    stray = next(o["note"] for o in options.outcome.data["options"] if not o["current"])
+    step_call(ep, "change_note", {"chord": 1, "voice": "soprano", "note": stray}, "c")
+    expert = SPEC.expert(inst)
+    while not ep.done:
+        ep.step(expert.next_turn(ep.messages))
+    assert ep.reward().success
+    put_back = {"chord": 1, "voice": "soprano", "note": inst.public["given"]["soprano"][0]}
+    assert put_back in [c.arguments for c in ep.tool_calls[2:] if c.name == "change_note"]
 
 
 def test_noisy_expert_still_solves() -> None:

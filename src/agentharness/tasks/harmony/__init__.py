@@ -36,7 +36,16 @@ changed, in full (JSON), with their check. SmolLM2-135M trained on v3's expert a
 unchanged to ``check_harmony`` and ``submit_voices``: writing out a 20-note list with one
 note changed is the step it could not imitate. v4's expert makes each change with
 ``change_note`` and submits the voices the last one returned, so its answer is a copy of
-a tool's reply. Instances and rewards are v3's. v1 paid about 0.4 for any answer
+a tool's reply. Instances and rewards are v3's.
+
+Since v5 the environment holds the working voices (at first the given ones): ``change_note(chord,
+voice, note)`` edits them in place, ``note_options(chord, voice)`` and ``check_harmony()``
+look at them, and ``submit_voices()`` answers with them (``check_harmony`` and
+``submit_voices`` still take voices of their own, which become the working voices). No call
+has to carry the twenty-odd notes any more: v4's calls each did, and an easy expert
+episode cost the model 584 tokens a GRPO row, which made a GRPO step take over two minutes
+on two cores. Instances and rewards are v4's; the reward re-checks the submitted voices.
+v1 paid about 0.4 for any answer
 without parallels and 0.85 on easy for freezing voices.
 """
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 
 from agentharness.core.instance import Instance
@@ -48,9 +47,9 @@ MINOR_MOVES: dict[str, dict[str, int]] = {
 }
 
 SYSTEM = (
-    "You correct four-part (SATB) chorale writing. Check voices with the tools and finish "
-    "by calling submit_voices with the corrected voices. Call tools; do not just describe "
-    "what you would do."
+    "You correct four-part (SATB) chorale writing. Check and change the voices with the "
+    "tools and finish by calling submit_voices. Call tools; do not just describe what you "
+    "would do."
 )
 
 
@@ -166,8 +165,7 @@ class HarmonyGenerator:
             "Chords (Roman numeral, its tones, and the note the bass must sound):\n"
             f"{table}\n\n"
             "Given voices (one note per chord, scientific pitch names, C4 = middle C):\n"
-            f"{lines}\n"
-            f"As JSON: {json.dumps(given)}\n\n"
+            f"{lines}\n\n"
             "Rules (check_harmony reports each broken rule by chord number and voice):\n"
             "- Every note is a tone of its chord (any octave; enharmonic spellings are "
             "accepted); the bass sounds the chord's bass note; every chord contains its root "
@@ -183,18 +181,15 @@ class HarmonyGenerator:
             "- No melodic leap of a seventh or of more than an octave in any voice. Leaps "
             "wider than a perfect fifth in the soprano, alto or tenor are warnings: allowed, "
             "but they cost a little.\n\n"
-            "Tools:\n"
-            "- check_harmony(voices): checks a full set of voices and lists every error and "
-            "warning by position, with counts, and how many notes differ from the given "
-            "voices.\n"
-            "- note_options(voices, chord, voice): every note that voice could sing at that "
-            "chord (numbered from 1), with the errors and warnings the voices would have with "
-            "it, fewest errors first.\n"
-            "- change_note(voices, chord, voice, note): the voices with that one note "
-            "changed, in full (as JSON), and their check.\n"
-            "- submit_voices(voices): your final answer; it ends the episode.\n\n"
-            'Answer format: voices = {"soprano": [...], "alto": [...], "tenor": [...], '
-            f'"bass": [...]}}, each a list of {n} pitch names such as "F#4" or "Bb3".\n'
+            "Tools (they work on your working voices, at first the given ones):\n"
+            "- check_harmony(): lists every error and warning by position, with counts, and "
+            "how many notes differ from the given voices.\n"
+            "- note_options(chord, voice): every note that voice could sing at that chord "
+            "(numbered from 1), with the errors and warnings the voices would have with it, "
+            "fewest errors first.\n"
+            "- change_note(chord, voice, note): changes that one note and checks the voices.\n"
+            "- submit_voices(): submits the working voices as your final answer and ends the "
+            "episode.\n\n"
             "Score: 0 if any parallel fifths or octaves remain. Voices with no error at all "
             "score 1; with errors left, at most 0.5, in proportion to the given voices' "
             "errors you repaired minus the new errors you created (silencing a parallel by "

@@ -29,19 +29,19 @@ class HarmonyInteraction(Interaction[HarmonyWorld]):
             errors, parallels = last
             if errors == 0:
                 return (
-                    "You did not call a tool. Your last checked voices have no errors; call "
-                    "submit_voices with exactly those voices to finish."
+                    "You did not call a tool. Your working voices have no errors; call "
+                    "submit_voices() to finish."
                 )
             return (
-                f"You did not call a tool. Your last checked voices still have {errors} "
+                f"You did not call a tool. Your working voices still have {errors} "
                 f"error(s), {parallels} of them parallel fifths/octaves (which score 0). Change "
                 "the notes named in the report to other tones of the same chord "
-                "(note_options(voices, chord, voice) lists them with the errors each leaves; "
-                "change_note(voices, chord, voice, note) makes the change and checks it), then "
-                "call submit_voices."
+                "(note_options(chord, voice) lists them with the errors each leaves; "
+                "change_note(chord, voice, note) makes the change and checks it), then "
+                "call submit_voices()."
             )
         return (
-            "You did not call a tool, so nothing happened. Start by calling check_harmony with "
-            'the given voices ({"soprano": [...], "alto": [...], "tenor": [...], "bass": [...]}) '
-            "to see where the errors are; fix them, re-check, and call submit_voices."
+            "You did not call a tool, so nothing happened. Start by calling check_harmony() "
+            "to see where the errors in the given voices are; fix them with change_note, and "
+            "call submit_voices()."
         )

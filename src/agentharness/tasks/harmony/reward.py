@@ -56,7 +56,7 @@ def repair_progress(
 
 
 def reward(instance: Instance, world: HarmonyWorld, trajectory: Trajectory) -> Reward:
-    """Re-check the submitted voices; never trusts the world's summaries.
+    """Re-check the submitted voices (``world.submitted``); never trusts the world's counts.
 
     ``total = repair x no_parallels x minimal_changes x smoothness``:
 
@@ -69,12 +69,9 @@ def reward(instance: Instance, world: HarmonyWorld, trajectory: Trajectory) -> R
 
     Success means no error and no change beyond the number of altered notes.
     """
-    answer: dict[str, Any] | None = world.final_answer
-    if answer is None:
+    voices: dict[str, Any] | None = world.submitted
+    if world.final_answer is None or voices is None:
         return _zero(f"no voices submitted (episode ended: {trajectory.end_reason})")
-    voices = answer.get("voices")
-    if not isinstance(voices, dict):
-        return _zero("the submission has no voices")
     pub = instance.public_as(Public)
     chords = pub.chord_infos()
     try:

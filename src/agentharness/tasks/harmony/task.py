@@ -12,7 +12,7 @@ from agentharness.tasks.harmony.tools import HarmonyWorld
 
 TASK = TaskSpec(
     name="harmony",
-    version=4,
+    version=5,
     modality="text",
     description=(
         "Repair a four-part (SATB) chorale: given a Roman-numeral progression and voices "

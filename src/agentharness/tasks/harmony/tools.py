@@ -1,16 +1,16 @@
-"""Layer 2: the per-episode exercise and the tools that check and submit voices.
+"""Layer 2: the per-episode exercise, its working voices and the tools on them.
 
 ``check_harmony`` reports every broken rule; ``note_options`` (v3) lists what one voice
 could sing at one chord and how many errors and warnings the voices would have with it,
 so a repair is chosen from numbers the agent was shown, not from a search in its head.
-``change_note`` (v4) makes one change and returns the whole new set of voices with their
-check, so an answer is copied from a tool's reply instead of edited in the agent's head.
-``submit_voices`` answers.
+``change_note`` makes one change. Since v5 the environment holds the working voices
+(the given ones at first): the tools act on them, so no call has to carry all the voices
+(in v4 every call did, and ``change_note`` returned them in full for the next call to
+copy). ``submit_voices`` answers with the working voices, or with voices it is given.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -74,7 +74,12 @@ def parse_voices(
 
 
 class HarmonyWorld(World):
-    """One exercise: the chords, the given (faulty) voices and the checks made so far."""
+    """One exercise: the chords, the given (faulty) voices and the working voices.
+
+    The working voices (v5) start as the given ones; ``change_note`` edits them one note at
+    a time, ``check_harmony`` and ``note_options`` look at them, and ``submit_voices``
+    answers with them unless it is given voices of its own.
+    """
 
     def __init__(self, instance: Instance) -> None:
         super().__init__(instance)
@@ -84,12 +89,21 @@ class HarmonyWorld(World):
         self.n_chords = pub.n_chords
         self.n_altered = pub.n_altered
         self.given: list[Voicing] = simulator.to_realization(instance.hidden_as(Hidden).given_midi)
+        self.voices: dict[str, list[str]] = pub.given.as_dict()
+        self.submitted: dict[str, list[str]] | None = None
         self.checks = 0
         # (errors, parallels) of the last successful check, for the interaction's nudges.
         self.last_summary: tuple[int, int] | None = None
 
-    def _report(self, voices: Voices) -> tuple[simulator.Report, list[tuple[int, int]], str]:
-        real, names = parse_voices(voices.model_dump(), self.n_chords)
+    def _adopt(self, voices: Voices | None) -> None:
+        """Make ``voices`` (when given, and only if they parse) the working voices."""
+        if voices is not None:
+            new = voices.model_dump()
+            parse_voices(new, self.n_chords)
+            self.voices = new
+
+    def _report(self) -> tuple[simulator.Report, list[tuple[int, int]], str]:
+        real, names = parse_voices(self.voices, self.n_chords)
         report = simulator.check(real, self.chords, names)
         changed = simulator.changed_notes(self.given, real)
         errors, warnings = report.errors, report.warnings
@@ -119,23 +133,32 @@ class HarmonyWorld(World):
             parts.append("Parallel fifths/octaves remain: a submission with any scores 0.")
         elif not errors:
             parts.append("No errors: these voices are a valid realization.")
+        self.checks += 1
+        self.last_summary = (len(errors), len(report.parallels))
         return report, changed, "\n".join(parts)
 
+    def _chord_exists(self, chord: int) -> None:
+        if chord > self.n_chords:
+            raise ToolError(
+                f"chord {chord} does not exist: the progression has {self.n_chords} chords "
+                f"(number them 1-{self.n_chords})"
+            )
+
     @tool
-    def check_harmony(self, voices: Voices) -> ToolResult:
-        """Check four voices against the chords and the voice-leading rules.
+    def check_harmony(self, voices: Voices | None = None) -> ToolResult:
+        """Check the working voices against the chords and the voice-leading rules.
 
         Reports every error (parallel fifths/octaves, voice crossing, range, spacing,
         leaps, non-chord tones, wrong bass, incomplete chords) and warning by chord
         number and voice, with counts and the notes changed from the given voices.
 
         Args:
-            voices: {"soprano": [...], "alto": [...], "tenor": [...], "bass": [...]}, one
-                pitch name per chord in each list, e.g. "F#4" or "Bb3".
+            voices: optional; voices to check instead, which become the working voices:
+                {"soprano": [...], "alto": [...], "tenor": [...], "bass": [...]}, one pitch
+                name per chord in each list, e.g. "F#4" or "Bb3".
         """
-        report, changed, text = self._report(voices)
-        self.checks += 1
-        self.last_summary = (len(report.errors), len(report.parallels))
+        self._adopt(voices)
+        report, changed, text = self._report()
         return ToolResult(
             text=text,
             data={
@@ -154,8 +177,8 @@ class HarmonyWorld(World):
         )
 
     @tool
-    def note_options(self, voices: Voices, chord: ChordNumber, voice: VoiceName) -> ToolResult:
-        """What one voice could sing at one chord, and how the voices fare with each note.
+    def note_options(self, chord: ChordNumber, voice: VoiceName) -> ToolResult:
+        """What one voice could sing at one chord, and how the working voices fare with each.
 
         For every tone of the chord in the voice's range (the bass: the chord's bass note),
         the number of errors and warnings the four voices would have with only that note
@@ -163,19 +186,13 @@ class HarmonyWorld(World):
         note the voice sings now is marked.
 
         Args:
-            voices: {"soprano": [...], "alto": [...], "tenor": [...], "bass": [...]}, one
-                pitch name per chord in each list, e.g. "F#4" or "Bb3".
             chord: the chord's number, from 1.
             voice: "soprano", "alto", "tenor" or "bass".
         """
-        real, _ = parse_voices(voices.model_dump(), self.n_chords)
-        if chord > self.n_chords:
-            raise ToolError(
-                f"chord {chord} does not exist: the progression has {self.n_chords} chords "
-                f"(number them 1-{self.n_chords})"
-            )
+        self._chord_exists(chord)
+        real, _ = parse_voices(self.voices, self.n_chords)
         options = options_at(real, self.chords, chord - 1, VOICES.index(voice))
-        now = voices.model_dump()[voice][chord - 1]
+        now = self.voices[voice][chord - 1]
         listed = [
             f"- {o['note']}: {o['errors']} error(s), {o['warnings']} warning(s)"
             + (" (now)" if o["current"] else "")
@@ -188,51 +205,49 @@ class HarmonyWorld(World):
         )
 
     @tool
-    def change_note(
-        self, voices: Voices, chord: ChordNumber, voice: VoiceName, note: Note
-    ) -> ToolResult:
-        """The voices with one note changed, in full (as JSON), and their check.
+    def change_note(self, chord: ChordNumber, voice: VoiceName, note: Note) -> ToolResult:
+        """Change one note of the working voices, and check them.
 
         Args:
-            voices: the voices to change, as for check_harmony.
             chord: the chord's number, from 1.
             voice: "soprano", "alto", "tenor" or "bass".
             note: the new pitch name, e.g. "F#4".
         """
-        if chord > self.n_chords:
-            raise ToolError(
-                f"chord {chord} does not exist: the progression has {self.n_chords} chords "
-                f"(number them 1-{self.n_chords})"
-            )
-        new = voices.model_dump()
+        self._chord_exists(chord)
+        new = {v: list(line) for v, line in self.voices.items()}
         old = new[voice][chord - 1]
         new[voice][chord - 1] = note
-        report, changed, text = self._report(Voices.model_validate(new))
-        self.checks += 1
-        self.last_summary = (len(report.errors), len(report.parallels))
-        head = f"The voices with the {voice} at chord {chord} changed from {old} to {note}:"
+        parse_voices(new, self.n_chords)  # a bad pitch name leaves the voices as they were
+        self.voices = new
+        report, changed, text = self._report()
+        head = (
+            f"The {voice} at chord {chord} changed from {old} to {note}; the {voice} is now "
+            f"{' '.join(new[voice])}."
+        )
         return ToolResult(
-            text=f"{head}\n{json.dumps(new)}\n{text}",
+            text=f"{head}\n{text}",
             data={"voices": new, **_counts(report, changed), "kinds": report.counts()},
             metrics={"errors": float(len(report.errors)), "changed": float(len(changed))},
         )
 
     @tool(final=True)
-    def submit_voices(self, voices: Voices) -> ToolResult:
-        """Submit the corrected voices as your final answer; this ends the episode.
+    def submit_voices(self, voices: Voices | None = None) -> ToolResult:
+        """Submit the working voices as your final answer; this ends the episode.
 
         Args:
-            voices: {"soprano": [...], "alto": [...], "tenor": [...], "bass": [...]}, one
-                pitch name per chord in each list, e.g. "F#4" or "Bb3".
+            voices: optional; voices to submit instead of the working ones, as for
+                check_harmony.
         """
-        report, changed, _ = self._report(voices)
+        self._adopt(voices)
+        report, changed, _ = self._report()
+        self.submitted = {v: list(line) for v, line in self.voices.items()}
         return ToolResult(
             text=(
                 f"Voices submitted: {len(report.errors)} error(s) "
                 f"({len(report.parallels)} parallel), {len(report.warnings)} warning(s), "
                 f"{len(changed)} note(s) changed."
             ),
-            data=_counts(report, changed),
+            data={"voices": self.submitted, **_counts(report, changed)},
             metrics={"errors": float(len(report.errors)), "changed": float(len(changed))},
         )
 
