@@ -1,7 +1,8 @@
 """A GRPO step end to end, per task: real ``bootcamp train grpo`` runs, one after another.
 
 Each run trains ``--steps`` steps of one group of 8 episodes (≤ 4 turns × 160 tokens,
-temperature 1, bfloat16 sampling copy, the training pass forced on every group with
+temperature 1, ``--dtype`` for sampling and training (default auto: bfloat16 where this
+machine multiplies it fast, else float32), the training pass forced on every group with
 ``--train-flat-groups``) on fresh instances of one task (``--difficulty``, default easy),
 and the script reads TRL's ``step_time`` and the rollout function's seconds from the log:
 the step, its rollouts and its training pass (the difference), with each group's mean
@@ -40,7 +41,8 @@ def run(task: str, drafts: int, args: argparse.Namespace, out: Path) -> list[dic
         "--tasks", task, "--difficulty", args.difficulty, "--n-instances", str(args.steps),
         "--first-seed", "100001", "--max-steps", str(args.steps), "--num-generations", "8",
         "--max-turns", "4", "--max-new-tokens", "160", "--max-completion-length", "4096",
-        "--rollout-dtype", "bfloat16", "--train-flat-groups", "--draft-tokens", str(drafts),
+        "--rollout-dtype", args.dtype, "--train-dtype", args.dtype, "--train-flat-groups",
+        "--draft-tokens", str(drafts),
         "--out", str(out), "--no-progress",
     ]  # fmt: skip
     if args.model:
@@ -74,6 +76,7 @@ def main() -> None:
     parser.add_argument("--runs", default="robot_reach-v6:0,robot_reach-v6:3")
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--difficulty", default="easy")
+    parser.add_argument("--dtype", default="auto", help="auto, float32 or bfloat16")
     args = parser.parse_args()
     table = []
     for entry in args.runs.split(","):

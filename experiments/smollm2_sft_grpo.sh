@@ -28,11 +28,14 @@ SFT_STEPS=${SFT_STEPS:-96}          # 1.7 passes over ~58 expert conversations
 SFT_LR=${SFT_LR:-2e-4}
 SFT_WARMUP=${SFT_WARMUP:-0}          # (HF warmup gives its first step learning rate 0)
 SFT_MAX_LENGTH=${SFT_MAX_LENGTH:-4096}
-TRAIN_DTYPE=${TRAIN_DTYPE:-bfloat16}  # autocast in SFT and GRPO training passes (weights stay float32)
+# auto: bfloat16 autocast in SFT and GRPO training passes (weights stay float32) where the CPU
+# has bfloat16 instructions (AVX-512 BF16, AMX), float32 where it has not (AVX2 only: bfloat16
+# matrix products there are ~45x slower than float32's; bench/RESULTS.md)
+TRAIN_DTYPE=${TRAIN_DTYPE:-auto}
 GRPO_TASKS=${GRPO_TASKS:-robot_reach-v6,harmony-v5}  # tasks GRPO plays (one turn budget for all):
 GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-6}       # the two with most room that SFT solves sometimes (thermal
                                           # is already 0.87 after SFT), at robot_reach's held-out budget
-GRPO_ROLLOUT_DTYPE=${GRPO_ROLLOUT_DTYPE:-bfloat16}  # GRPO samples with a bfloat16 copy (TRL rescores in float32)
+GRPO_ROLLOUT_DTYPE=${GRPO_ROLLOUT_DTYPE:-auto}  # a bfloat16 sampling copy where fast (TRL rescores in float32)
 GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-160}   # robot_reach's held-out cap, the larger of the two
 N_PROBE=${N_PROBE:-0}               # GRPO candidate instances per task (seeds 100000+); 0: no probe, a
 PROBE_K=${PROBE_K:-2}               # fresh instance for every group. PROBE_K: samples of the SFT policy

@@ -206,7 +206,7 @@ def test_bad_options_fail_before_any_model_is_loaded(tmp_path: Path) -> None:
         train_grpo(["robot_reach"], tmp_path / "o", options=GRPOOptions(num_generations=1))
     with pytest.raises(TypeError, match="unknown GRPO option"):
         train_grpo(["robot_reach"], tmp_path / "o", bogus=1)
-    with pytest.raises(ValueError, match="choose float32 or bfloat16"):
+    with pytest.raises(ValueError, match="choose auto, float32, bfloat16"):
         train_grpo(["robot_reach"], tmp_path / "o", rollout_dtype="int8")
     with pytest.raises(ValueError, match="neither an RL row"):
         train_grpo([], tmp_path / "o", data=data)
@@ -225,7 +225,7 @@ def test_cli_errors_are_clear(tmp_path: Path) -> None:
     r = runner.invoke(
         app, ["train", "grpo", "--tasks", "guess", "--rollout-dtype", "fp8", "--out", str(tmp_path)]
     )
-    assert r.exit_code == 2 and "choose float32 or bfloat16" in r.output
+    assert r.exit_code == 2 and "choose auto, float32, bfloat16" in r.output
     data = tmp_path / "bad.jsonl"
     data.write_text("{not json\n")
     r = runner.invoke(app, ["train", "sft", "--data", str(data), "--out", str(tmp_path / "o")])

@@ -490,7 +490,8 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("train_dtype", "shared_prompt"), [("float32", True), ("bfloat16", True), ("float32", False)]
+    ("train_dtype", "shared_prompt"),
+    [("float32", True), ("bfloat16", True), ("float32", False), ("auto", True)],
 )
 def test_train_grpo_on_a_tiny_model_with_a_group_of_4(
     tiny_checkpoint: Path, tmp_path: Path, train_dtype: str, shared_prompt: bool
@@ -498,6 +499,7 @@ def test_train_grpo_on_a_tiny_model_with_a_group_of_4(
     """Two multi-turn GRPO steps end to end: one group per batch, its prompt run once (or
     TRL's per-episode pass, one episode per batch)."""
     from agentharness.train.grpo import train_grpo
+    from agentharness.train.model import resolve_dtype
 
     out = tmp_path / "grpo"
     train_grpo(
@@ -520,7 +522,8 @@ def test_train_grpo_on_a_tiny_model_with_a_group_of_4(
     assert summary["steps"] == 2 and len(summary["losses"]) == 2
     assert all(abs(x) < 1e3 for x in summary["losses"])
     assert len(summary["step_seconds"]) == 2
-    assert summary["options"]["train_dtype"] == train_dtype
+    # "auto" is recorded as what it resolved to on this machine
+    assert summary["options"]["train_dtype"] == resolve_dtype(train_dtype)
     sharing = summary["prompt_sharing"]
     if shared_prompt:
         assert {k: v for k, v in sharing.items() if not k.endswith("_tokens")} == {
@@ -609,7 +612,7 @@ def test_train_dtype_is_checked_before_a_model_is_loaded(tmp_path: Path) -> None
     r = CliRunner().invoke(
         app, ["train", "grpo", "--tasks", "guess", "--train-dtype", "fp16", "--out", str(tmp_path)]
     )
-    assert r.exit_code == 2 and "--train-dtype 'fp16': choose float32 or bfloat16" in r.output
+    assert r.exit_code == 2 and "--train-dtype 'fp16': choose auto, float32, bfloat16" in r.output
 
 
 def test_rollouts_inside_the_trainer_sample_with_the_model_asked_for() -> None:

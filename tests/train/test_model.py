@@ -1,4 +1,5 @@
-"""The allocator set-up of training processes (``train.model.keep_freed_memory``)."""
+"""Training set-up (``train.model``): the allocator of training processes
+(``keep_freed_memory``) and the compute dtype ``auto`` resolves to (``resolve_dtype``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import sys
 
 import pytest
 
-from agentharness.train.model import keep_freed_memory
+from agentharness.train import model as train_model
+from agentharness.train.model import keep_freed_memory, resolve_dtype
 
 BLOCK = 96 << 20  # above glibc's largest mmap threshold (32 MB): mmap'd by default
 
@@ -49,3 +51,19 @@ def test_the_users_allocator_settings_win(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv("AGENTHARNESS_MALLOC")
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536")
     assert not keep_freed_memory()
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_auto_is_bfloat16_only_where_it_is_fast(
+    monkeypatch: pytest.MonkeyPatch, fast: bool
+) -> None:
+    monkeypatch.setattr(train_model, "fast_bfloat16", lambda: fast)
+    assert resolve_dtype("auto") == ("bfloat16" if fast else "float32")
+    assert resolve_dtype("float32") == "float32" and resolve_dtype("bfloat16") == "bfloat16"
+    args = train_model.shared_training_args(0, train_dtype="auto")
+    assert args["bf16"] is fast or args["use_cpu"] is False
+
+
+def test_a_dtype_that_is_not_offered_is_refused() -> None:
+    with pytest.raises(ValueError, match="train_dtype 'fp16': choose auto, float32, bfloat16"):
+        resolve_dtype("fp16", "train_dtype")

@@ -120,7 +120,7 @@ def test_sft_trains_under_bfloat16_autocast(sft_run: Path, smol_checkpoint: Path
     bad = CliRunner().invoke(
         app, [*common, "--out", str(sft_run.parent / "bad"), "--train-dtype", "fp8"]
     )
-    assert bad.exit_code != 0 and "choose float32 or bfloat16" in bad.output
+    assert bad.exit_code != 0 and "choose auto, float32, bfloat16" in bad.output
     out = sft_run.parent / "bf16"
     r = CliRunner().invoke(app, [*common, "--out", str(out), "--train-dtype", "bfloat16"])
     assert r.exit_code == 0, r.output

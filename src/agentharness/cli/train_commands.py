@@ -14,6 +14,7 @@ from typing import Annotated, TypeVar
 import typer
 
 from agentharness.cli.app import BootcampTyper, app, console, fail
+from agentharness.train import DTYPES
 
 T = TypeVar("T")
 
@@ -107,9 +108,10 @@ def sft_command(
     train_dtype: Annotated[
         str,
         typer.Option(
-            help="float32, or bfloat16: autocast forward and backward (weights stay float32)"
+            help="bfloat16: autocast forward and backward (weights stay float32), float32, or "
+            "auto: bfloat16 where this machine multiplies it fast (AVX-512 BF16, AMX, a GPU)"
         ),
-    ] = "float32",
+    ] = "auto",
     lora: LoraOpt = False,
     lora_r: Annotated[int, typer.Option(help="LoRA rank")] = 16,
     seed: Annotated[int, typer.Option(help="training seed")] = 0,
@@ -123,8 +125,8 @@ def sft_command(
 
     if not data.is_file():
         raise fail(f"--data {data} is not a file (write one with `bootcamp export sft`)")
-    if train_dtype not in ("float32", "bfloat16"):
-        raise fail(f"--train-dtype {train_dtype!r}: choose float32 or bfloat16")
+    if train_dtype not in DTYPES:
+        raise fail(f"--train-dtype {train_dtype!r}: choose {', '.join(DTYPES)}")
     _check_trackers(report_to)
     final = _train(
         lambda: train_sft(
@@ -190,17 +192,18 @@ def grpo_command(
         str,
         typer.Option(
             help="float32, or bfloat16: sample with a bfloat16 copy of the model (log-probs "
-            "then differ from the float32 model's by rounding; see bench/RESULTS.md)"
+            "then differ from the float32 model's by rounding; see bench/RESULTS.md), or "
+            "auto: bfloat16 where this machine multiplies it fast"
         ),
     ] = "float32",
     train_dtype: Annotated[
         str,
         typer.Option(
             help="bfloat16: the training pass under bfloat16 autocast (float32 master "
-            "weights; faster on CPUs with bf16 instructions), or float32 (exact; see "
-            "bench/RESULTS.md)"
+            "weights; faster on CPUs with bf16 instructions, far slower on AVX2-only ones), "
+            "float32 (exact; see bench/RESULTS.md), or auto: bfloat16 where it is fast"
         ),
-    ] = "bfloat16",
+    ] = "auto",
     shared_prompt: Annotated[
         bool,
         typer.Option(
@@ -249,10 +252,10 @@ def grpo_command(
     from agentharness.train.grpo import train_grpo
 
     ray_envs = ray_options(env_backend, address, workers)
-    if rollout_dtype not in ("float32", "bfloat16"):
-        raise fail(f"--rollout-dtype {rollout_dtype!r}: choose float32 or bfloat16")
-    if train_dtype not in ("float32", "bfloat16"):
-        raise fail(f"--train-dtype {train_dtype!r}: choose float32 or bfloat16")
+    if rollout_dtype not in DTYPES:
+        raise fail(f"--rollout-dtype {rollout_dtype!r}: choose {', '.join(DTYPES)}")
+    if train_dtype not in DTYPES:
+        raise fail(f"--train-dtype {train_dtype!r}: choose {', '.join(DTYPES)}")
 
     task_list = [t.strip() for t in (tasks or "").split(",") if t.strip()]
     if not task_list and data is None and instances is None:

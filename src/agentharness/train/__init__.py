@@ -1,5 +1,8 @@
 """train stage."""
 
+# Compute dtypes a training option takes; "auto" resolves per machine (train.model.resolve_dtype).
+DTYPES = ("auto", "float32", "bfloat16")
+
 
 class TrainInputError(ValueError):
     """Bad training input (data, options, instances); the message says how to fix it.

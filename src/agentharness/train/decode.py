@@ -443,7 +443,8 @@ class Decoder:
 
 
 def sampler(model: Any, dtype: str = "float32", reuse: Any = None) -> Any:
-    """The model to sample with: ``model`` itself (float32) or a bfloat16 copy of it.
+    """The model to sample with: ``model`` itself (float32) or a bfloat16 copy of it
+    (``auto``: the copy where this machine has fast bfloat16 matrix products).
 
     The copy always has ``model``'s current weights. ``reuse``, a copy an earlier call made
     of this same model, is refreshed in place (its weights overwritten) instead of copying
@@ -453,10 +454,14 @@ def sampler(model: Any, dtype: str = "float32", reuse: Any = None) -> Any:
     """
     import torch
 
+    if dtype == "auto":
+        from agentharness.train.model import resolve_dtype
+
+        dtype = resolve_dtype(dtype)
     if dtype in ("float32", "fp32"):
         return model
     if dtype not in ("bfloat16", "bf16"):
-        raise TrainInputError(f"unknown sampling dtype {dtype!r}; choose float32 or bfloat16")
+        raise TrainInputError(f"unknown sampling dtype {dtype!r}; choose auto, float32 or bfloat16")
     if reuse is not None and not hasattr(model, "merge_and_unload"):
         with torch.no_grad():
             for copied, current in zip(reuse.parameters(), model.parameters(), strict=True):

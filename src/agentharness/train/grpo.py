@@ -38,7 +38,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from agentharness.train.model import (
     finite_losses,
     load_trainable,
     lora_config,
+    resolve_dtype,
     resume_checkpoint,
     save_final,
     shared_training_args,
@@ -77,10 +78,13 @@ class GRPOOptions:
     # Tokens a row drafts from its own conversation for the model to verify in the pass that
     # reads its drawn token (speculative sampling, exact; 0: one token a pass).
     draft_tokens: int = 3
-    rollout_dtype: str = "float32"  # or "bfloat16": sample with a bfloat16 copy of the model
+    # "bfloat16": sample with a bfloat16 copy of the model; "auto": that where this machine
+    # has fast bfloat16 matrix products (train.model.resolve_dtype)
+    rollout_dtype: str = "float32"
     # The training pass under bfloat16 autocast (float32 master weights; 1.26x faster than
-    # "float32" on this box's AVX-512 bf16 CPU, bench/RESULTS.md); "float32" is exact.
-    train_dtype: str = "bfloat16"
+    # "float32" on a CPU with AVX-512 BF16, ~45x slower on one with AVX2 only,
+    # bench/RESULTS.md); "float32" is exact; "auto" picks bfloat16 only where it is fast.
+    train_dtype: str = "auto"
     # Compute a group's shared prompt once in the training pass (False: TRL's per-episode pass).
     shared_prompt: bool = True
     # ... and recompute each episode's activations in the backward rather than keep them all
@@ -1280,10 +1284,12 @@ def train_grpo(
         raise TrainInputError(
             "GRPO needs num_generations >= 2 (advantages are relative within a group)"
         )
-    if opts.rollout_dtype not in ("float32", "bfloat16"):
-        raise TrainInputError(f"rollout_dtype {opts.rollout_dtype!r}: choose float32 or bfloat16")
-    if opts.train_dtype not in ("float32", "bfloat16"):
-        raise TrainInputError(f"train_dtype {opts.train_dtype!r}: choose float32 or bfloat16")
+    # "auto" becomes what this machine runs fast, and the summary records which
+    opts = replace(
+        opts,
+        rollout_dtype=resolve_dtype(opts.rollout_dtype, "rollout_dtype"),
+        train_dtype=resolve_dtype(opts.train_dtype, "train_dtype"),
+    )
     rows = _training_rows(tasks, instances, data, opts)
     checkpoint = resume_checkpoint(out / "trainer", opts.resume)  # fail before loading a model
     steps = max_steps if max_steps is not None else math.ceil(len(rows) / opts.prompts_per_step)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentharness.agents.local import DEFAULT_MODEL, load_model
-from agentharness.train import TrainInputError
+from agentharness.train import DTYPES, TrainInputError
 
 # glibc's mallopt parameters (malloc.h).
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
@@ -92,6 +92,34 @@ def save_final(net: Any, tokenizer: Any, directory: Path) -> Path:
     return directory
 
 
+def fast_bfloat16() -> bool:
+    """Does this machine multiply bfloat16 matrices fast?
+
+    A CUDA GPU that supports bfloat16, or a CPU oneDNN runs bfloat16 kernels on (AVX-512
+    with BF16, AMX). On a CPU with AVX2 only, torch emulates bfloat16 and a training-sized
+    matrix product takes ~45x as long as in float32 (bench/RESULTS.md, "bfloat16 without
+    bfloat16 instructions"), so there float32 is the fast choice.
+    """
+    import torch
+
+    if torch.cuda.is_available():
+        return bool(torch.cuda.is_bf16_supported())
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch built without oneDNN
+        return False
+
+
+def resolve_dtype(name: str, what: str = "dtype") -> str:
+    """``float32`` or ``bfloat16``: ``auto`` is bfloat16 where :func:`fast_bfloat16`, else
+    float32; ``what`` names the option in the error for anything else."""
+    if name not in DTYPES:
+        raise TrainInputError(f"{what} {name!r}: choose {', '.join(DTYPES)}")
+    if name != "auto":
+        return name
+    return "bfloat16" if fast_bfloat16() else "float32"
+
+
 def shared_training_args(
     seed: int,
     *,
@@ -105,7 +133,8 @@ def shared_training_args(
     Fixed seeds; a CUDA GPU when present (bf16 where it supports it), otherwise the CPU in
     float32. ``train_dtype`` ``bfloat16`` runs the forward and backward passes under
     bfloat16 autocast on the CPU too (the weights and optimizer stay float32; about 1.5x
-    faster on a CPU with bfloat16 instructions, see bench/RESULTS.md).
+    faster on a CPU with bfloat16 instructions, much slower on one without, see
+    bench/RESULTS.md); ``auto`` picks it only where it is fast (:func:`resolve_dtype`).
     ``report_to`` names installed HF trackers (:func:`check_report_to`);
     ``save_steps`` writes a resumable checkpoint (model, optimizer, scheduler, RNG, step)
     under ``OUT/trainer/checkpoint-N`` every N optimizer steps, keeping the last two;
@@ -113,8 +142,7 @@ def shared_training_args(
     """
     import torch
 
-    if train_dtype not in ("float32", "bfloat16"):
-        raise TrainInputError(f"train_dtype {train_dtype!r}: choose float32 or bfloat16")
+    train_dtype = resolve_dtype(train_dtype, "train_dtype")
     cuda = torch.cuda.is_available()
     saving: dict[str, Any] = {"save_strategy": "no"}
     if save_steps is not None:

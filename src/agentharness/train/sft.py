@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from agentharness.train.model import (
     finite_losses,
     load_trainable,
     lora_config,
+    resolve_dtype,
     resume_checkpoint,
     save_final,
     shared_training_args,
@@ -44,7 +45,9 @@ class SFTOptions:
     truncation: str = "keep_start"  # or keep_end: which side of an over-long conversation to keep
     warmup_steps: int = 0
     weight_decay: float = 0.0
-    train_dtype: str = "float32"  # or "bfloat16": autocast forward/backward (weights stay float32)
+    # "bfloat16": autocast forward/backward (weights stay float32); "auto": bfloat16 where
+    # this machine has fast bfloat16 matrix products (train.model.resolve_dtype)
+    train_dtype: str = "auto"
     lora: bool = False
     lora_r: int = 16
     lora_alpha: int = 32
@@ -127,6 +130,8 @@ def train_sft(
         if unknown:
             raise TypeError(f"unknown SFT option(s): {', '.join(sorted(unknown))}")
         opts = SFTOptions(**{**asdict(opts), **overrides})
+    # "auto" becomes what this machine runs fast, and the summary records which
+    opts = replace(opts, train_dtype=resolve_dtype(opts.train_dtype, "train_dtype"))
     if opts.truncation not in ("keep_start", "keep_end"):
         raise TrainInputError(f"truncation must be keep_start or keep_end, not {opts.truncation!r}")
     if not data.exists():
