@@ -82,7 +82,7 @@ class GRPOOptions:
     # has fast bfloat16 matrix products (train.model.resolve_dtype)
     rollout_dtype: str = "float32"
     # The training pass under bfloat16 autocast (float32 master weights; 1.26x faster than
-    # "float32" on a CPU with AVX-512 BF16, ~45x slower on one with AVX2 only,
+    # "float32" on a CPU with AVX-512 BF16, 24-242x slower on one with AVX2 only,
     # bench/RESULTS.md); "float32" is exact; "auto" picks bfloat16 only where it is fast.
     train_dtype: str = "auto"
     # Compute a group's shared prompt once in the training pass (False: TRL's per-episode pass).

@@ -96,8 +96,8 @@ def fast_bfloat16() -> bool:
     """Does this machine multiply bfloat16 matrices fast?
 
     A CUDA GPU that supports bfloat16, or a CPU oneDNN runs bfloat16 kernels on (AVX-512
-    with BF16, AMX). On a CPU with AVX2 only, torch emulates bfloat16 and a training-sized
-    matrix product takes ~45x as long as in float32 (bench/RESULTS.md, "bfloat16 without
+    with BF16, AMX). On a CPU with AVX2 only, torch emulates bfloat16 and SmolLM2's matrix
+    products take 24-242x as long as in float32 (bench/RESULTS.md, "bfloat16 without
     bfloat16 instructions"), so there float32 is the fast choice.
     """
     import torch
