@@ -91,7 +91,6 @@ class HarmonyWorld(World):
         self.given: list[Voicing] = simulator.to_realization(instance.hidden_as(Hidden).given_midi)
         self.voices: dict[str, list[str]] = pub.given.as_dict()
         self.submitted: dict[str, list[str]] | None = None
-        self.checks = 0
         # (errors, parallels) of the last successful check, for the interaction's nudges.
         self.last_summary: tuple[int, int] | None = None
 
@@ -133,7 +132,6 @@ class HarmonyWorld(World):
             parts.append("Parallel fifths/octaves remain: a submission with any scores 0.")
         elif not errors:
             parts.append("No errors: these voices are a valid realization.")
-        self.checks += 1
         self.last_summary = (len(errors), len(report.parallels))
         return report, changed, "\n".join(parts)
 
