@@ -149,8 +149,8 @@ def test_bad_input_gets_clear_errors(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "noisy:<rate>" in r.output
     r = runner.invoke(app, ["show", "guess", "--difficulty", "extreme"])
     assert r.exit_code == 2 and "no difficulty" in r.output
-    r = runner.invoke(app, ["generate", "guess", "--knob", "nonsense"])
-    assert r.exit_code == 2 and "name=value" in r.output
+    r = runner.invoke(app, ["generate", "guess", "--knob", "nonsense", "-o", str(tmp_path / "i")])
+    assert r.exit_code == 2 and "name=value" in r.output and not (tmp_path / "i").exists()
     r = runner.invoke(app, ["report", str(tmp_path / "missing")])
     assert r.exit_code == 2 and "does not exist" in r.output
     r = runner.invoke(
@@ -243,12 +243,24 @@ def test_errors_print_once_and_keep_brackets(
     assert capsys.readouterr().err == "error: pip install 'agentharness[train]'\n"
 
 
-def test_a_bad_knob_is_one_line_naming_knob_value_and_range() -> None:
-    r = runner.invoke(app, ["generate", "guess", "--knob", "high=1"])
-    assert r.exit_code == 2
-    assert r.output.strip() == (
-        "error: bad knob value for guess-v1: high=1: Input should be greater than or equal to 2"
-    )
+def test_a_bad_knob_is_one_line_naming_knob_value_and_range(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # generate's default output is ./instances.jsonl
+    kept = '{"an earlier": "file"}\n'
+    (tmp_path / "instances.jsonl").write_text(kept)
+    for knob, message in [
+        (
+            "high=1",
+            "bad knob value for guess-v1: high=1: Input should be greater than or equal to 2",
+        ),
+        ("nonsense=3", "guess-v1 has no knob(s) nonsense"),
+    ]:
+        r = runner.invoke(app, ["generate", "guess", "--knob", knob])
+        assert r.exit_code == 2
+        assert r.output.strip().startswith(f"error: {message}")
+        # the generator rejected the knob: the file already there is untouched
+        assert (tmp_path / "instances.jsonl").read_text() == kept
 
 
 def test_max_turns_overrides_only_the_turn_limit(tmp_path: Path) -> None:

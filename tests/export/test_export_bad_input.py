@@ -84,3 +84,19 @@ def test_mixed_task_versions_are_refused_then_allowed(text_run: Path, tmp_path: 
             export(allow_mixed_versions=True)
     tasks = {json.loads(line)["task"] for line in (tmp_path / "s.jsonl").read_text().splitlines()}
     assert {old, new} <= tasks
+
+
+def test_an_export_that_fails_midway_leaves_the_earlier_file(tmp_path: Path) -> None:
+    from agentharness.export.common import write_jsonl
+
+    out = tmp_path / "sft.jsonl"
+    assert write_jsonl([{"a": 1}, {"b": 2}], out) == 2
+
+    def rows():  # type: ignore[no-untyped-def]
+        yield {"c": 3}
+        raise ExportError("a record that cannot be converted")
+
+    with pytest.raises(ExportError):
+        write_jsonl(rows(), out)
+    assert out.read_text().splitlines() == ['{"a":1}', '{"b":2}']
+    assert [p.name for p in tmp_path.iterdir()] == ["sft.jsonl"]  # no temporary file left

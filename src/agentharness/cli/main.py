@@ -25,7 +25,7 @@ from agentharness.core.registry import (
     resolve_tasks,
 )
 from agentharness.core.task import TaskConfigError
-from agentharness.store.instances import read_instances
+from agentharness.store.instances import read_instances, write_instances
 
 if TYPE_CHECKING:
     from agentharness.store.summary import RunSummary
@@ -125,11 +125,12 @@ def generate(
     try:
         specs = resolve_tasks(task)
         knobs = parse_knobs(knob)
+        # every instance first: a knob value a generator rejects leaves `out` as it was
+        instances = [
+            spec.instance(s, difficulty, **knobs) for spec in specs for s in range(seed, seed + n)
+        ]
         out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "w") as f:
-            for spec in specs:
-                for s in range(seed, seed + n):
-                    f.write(spec.instance(s, difficulty, **knobs).model_dump_json() + "\n")
+        write_instances(out, instances)
     except (UnknownTaskError, TaskConfigError) as e:
         raise fail(str(e)) from e
     console.print(f"wrote {n * len(specs)} instances to {out}")

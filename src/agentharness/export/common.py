@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -117,11 +118,19 @@ def text_of(message: Message, image_placeholder: str) -> str:
 
 
 def write_jsonl(rows: Iterable[dict[str, Any]], out: Path) -> int:
-    """Write rows as JSON Lines (UTF-8, one object per line); returns the count."""
+    """Write rows as JSON Lines (UTF-8, one object per line); returns the count.
+
+    Rows stream into a temporary file renamed over ``out`` at the end: if making a row
+    fails, an earlier ``out`` is left as it was."""
     out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
     n = 0
-    with open(out, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
-            n += 1
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+                n += 1
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
     return n
