@@ -15,4 +15,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     $SUDO apt-get update -q
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium
 fi
-.venv/bin/python -m pytest "$@"
+# One worker per CPU (TEST_WORKERS=0: all in this process). worksteal hands each worker a
+# contiguous half of the suite (a module's fixtures mostly start once) and moves tests to
+# whichever worker runs dry.
+.venv/bin/python -m pytest -n "${TEST_WORKERS:-logical}" --dist worksteal "$@"
