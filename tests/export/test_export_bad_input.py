@@ -100,3 +100,13 @@ def test_an_export_that_fails_midway_leaves_the_earlier_file(tmp_path: Path) -> 
         write_jsonl(rows(), out)
     assert out.read_text().splitlines() == ['{"a":1}', '{"b":2}']
     assert [p.name for p in tmp_path.iterdir()] == ["sft.jsonl"]  # no temporary file left
+
+
+def test_an_export_to_a_stream_writes_through_it(tmp_path: Path) -> None:
+    """``-o /dev/stdout`` (here a link to /dev/null): no temporary file is renamed over it."""
+    from agentharness.export.common import write_jsonl
+
+    out = tmp_path / "stdout"
+    out.symlink_to("/dev/null")
+    assert write_jsonl([{"a": 1}], out) == 1
+    assert out.is_symlink() and [p.name for p in tmp_path.iterdir()] == ["stdout"]

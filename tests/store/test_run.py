@@ -183,3 +183,19 @@ def test_non_finite_floats_and_batches_round_trip(tmp_path: Path) -> None:
     metrics = second.tool_calls[0].metrics
     assert metrics["nan"] != metrics["nan"] and metrics["inf"] == float("inf")
     assert second.step_rewards == [float("-inf")]
+
+
+def test_atomic_writes_replace_files_and_write_through_streams(tmp_path: Path) -> None:
+    from agentharness.store.run import atomic_write_text
+
+    path = tmp_path / "run.json"
+    atomic_write_text(path, "one")
+    atomic_write_text(path, "two")
+    assert path.read_text() == "two"
+    stream = tmp_path / "stdout"
+    stream.symlink_to("/dev/null")  # as `-o /dev/stdout` is: renaming over it would replace it
+    atomic_write_text(stream, "three")
+    assert stream.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "run.json",
+        "stdout",
+    ]

@@ -19,6 +19,7 @@ from typing import Any
 
 from agentharness.core.messages import ImagePart, Message, TextPart
 from agentharness.core.registry import group_versions, split_task_id
+from agentharness.store.run import renames_safely
 from agentharness.store.schema import EpisodeRecord
 
 
@@ -123,14 +124,16 @@ def write_jsonl(rows: Iterable[dict[str, Any]], out: Path) -> int:
     Rows stream into a temporary file renamed over ``out`` at the end: if making a row
     fails, an earlier ``out`` is left as it was."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
+    tmp = out.with_name(f".{out.name}.tmp") if renames_safely(out) else out
     n = 0
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
                 n += 1
-        os.replace(tmp, out)
+        if tmp != out:
+            os.replace(tmp, out)
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp != out:
+            tmp.unlink(missing_ok=True)
     return n

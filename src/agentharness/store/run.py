@@ -51,9 +51,18 @@ class CorruptLineWarning(UserWarning):
     """A line of a log or instances file that was skipped (corrupt, truncated or foreign)."""
 
 
+def renames_safely(path: Path) -> bool:
+    """Whether a temporary file may be renamed over ``path``: it is absent or a regular
+    file (not ``/dev/stdout``, a pipe or a device, which are written through)."""
+    return not path.exists() or path.is_file()
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename: a crash leaves
     the old file or the new one, never half of one."""
+    if not renames_safely(path):
+        path.write_text(text, encoding="utf-8")
+        return
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
@@ -393,4 +402,5 @@ __all__ = [
     "RunDirError",
     "atomic_write_text",
     "find_run_dirs",
+    "renames_safely",
 ]
