@@ -25,8 +25,4 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The conformance checks (minutes each) run first. Under pytest-xdist (scripts/test.sh)
     the longest tests then start at once, while the other worker takes the rest, instead of
     one worker finishing them alone at the end."""
-    items.sort(
-        key=lambda item: (
-            getattr(item, "module", None) is None or item.module.__name__ != "test_conformance"
-        )
-    )
+    items.sort(key=lambda item: item.path.name != "test_conformance.py")

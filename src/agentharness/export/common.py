@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 from agentharness.core.messages import ImagePart, Message, TextPart
 from agentharness.core.registry import group_versions, split_task_id
-from agentharness.store.run import renames_safely
+from agentharness.store.run import atomic_open
 from agentharness.store.schema import EpisodeRecord
 
 
@@ -121,19 +120,12 @@ def text_of(message: Message, image_placeholder: str) -> str:
 def write_jsonl(rows: Iterable[dict[str, Any]], out: Path) -> int:
     """Write rows as JSON Lines (UTF-8, one object per line); returns the count.
 
-    Rows stream into a temporary file renamed over ``out`` at the end: if making a row
+    Rows stream through :func:`~agentharness.store.run.atomic_open`: if making a row
     fails, an earlier ``out`` is left as it was."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp") if renames_safely(out) else out
     n = 0
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
-                n += 1
-        if tmp != out:
-            os.replace(tmp, out)
-    finally:
-        if tmp != out:
-            tmp.unlink(missing_ok=True)
+    with atomic_open(out) as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+            n += 1
     return n

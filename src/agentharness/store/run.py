@@ -14,9 +14,10 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TextIO
 
 from pydantic import ValidationError
 
@@ -51,21 +52,29 @@ class CorruptLineWarning(UserWarning):
     """A line of a log or instances file that was skipped (corrupt, truncated or foreign)."""
 
 
-def renames_safely(path: Path) -> bool:
-    """Whether a temporary file may be renamed over ``path``: it is absent or a regular
-    file (not ``/dev/stdout``, a pipe or a device, which are written through)."""
-    return not path.exists() or path.is_file()
+@contextmanager
+def atomic_open(path: Path) -> Iterator[TextIO]:
+    """A text file (UTF-8) written to a temporary file renamed over ``path`` when the block
+    ends without an error: a crash or an exception leaves the old file or the new one, never
+    half of one. A ``path`` that is not a regular file (``/dev/stdout``, a pipe) is written
+    through: renaming over it would replace it."""
+    if path.exists() and not path.is_file():
+        with open(path, "w", encoding="utf-8") as f:
+            yield f
+        return
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            yield f
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: a crash leaves
-    the old file or the new one, never half of one."""
-    if not renames_safely(path):
-        path.write_text(text, encoding="utf-8")
-        return
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``text`` to ``path`` through :func:`atomic_open`."""
+    with atomic_open(path) as f:
+        f.write(text)
 
 
 @dataclass(frozen=True)
@@ -400,7 +409,7 @@ __all__ = [
     "LineRef",
     "RunDir",
     "RunDirError",
+    "atomic_open",
     "atomic_write_text",
     "find_run_dirs",
-    "renames_safely",
 ]
