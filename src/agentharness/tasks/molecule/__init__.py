@@ -9,8 +9,9 @@ of the result) — under a call budget (30 / 15 / 12). It answers with
 ``submit_structure(coordinates)``.
 
 * Ground truth: the putative global minima of the Cambridge Cluster Database (table in
-  :mod:`.simulator`; energies do not depend on sigma). The generator re-finds the
-  structure by seeded basin hopping (numpy, cached per size), scales it by sigma,
+  :mod:`.simulator`; energies do not depend on sigma). The coordinates of each size's
+  minimum ship with the package (``global_minima.json``, found once by the module's
+  seeded basin hopping); the generator scales them by sigma,
   verifies its ASE energy against the table, and stores a randomly rotated and
   relabelled copy in ``Hidden.solution`` (:mod:`.problem`). Sigma varies so that no
   fixed structure (say, another instance's answer) answers every instance of a size.
@@ -34,6 +35,12 @@ of the result) — under a call budget (30 / 15 / 12). It answers with
 * v3 stores the solution's energy and the start's local minimum rounded to 6 decimals:
   v2 stored ASE's sums in full, whose last bits differ between numpy builds and CPUs, so
   the same seed gave a different instance on another machine. Otherwise v2's.
+* v4 makes instances the same on every CPU. v3 still ran basin hopping while generating,
+  and a last-bit difference in a BLAS dot product or a SIMD ``pow`` changed a Metropolis
+  decision, so 6 of 15 sizes ended in another copy of their minimum on another CPU (a
+  fresh CI machine got other medium and hard instances). v4 reads the minima from a
+  table, rotates with a quaternion instead of a LAPACK QR, and its L-BFGS, perturbation
+  and rotation use elementwise arithmetic and numpy's fixed-order sums only.
 """
 
 from agentharness.tasks.molecule.task import TASK

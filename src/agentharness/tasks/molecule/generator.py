@@ -26,6 +26,7 @@ from agentharness.tasks.molecule.simulator import (
     random_cluster,
     random_rotation,
     relax,
+    rotate,
 )
 
 START_DECIMALS = 3
@@ -60,7 +61,7 @@ class MoleculeGenerator:
         target = GLOBAL_MINIMA[n]
 
         core = global_minimum_structure(n) * sigma
-        solution = np.round((core @ random_rotation(rng).T)[rng.permutation(n)], DECIMALS)
+        solution = np.round(rotate(core, random_rotation(rng))[rng.permutation(n)], DECIMALS)
         solution_energy = round(
             ase_energy(as_positions(solution, n, sigma), sigma), ENERGY_DECIMALS
         )

@@ -12,7 +12,7 @@ from agentharness.tasks.molecule.tools import MoleculeWorld
 
 TASK = TaskSpec(
     name="molecule",
-    version=3,
+    version=4,
     modality="text",
     description=(
         "Find the global minimum of a Lennard-Jones cluster (7-20 atoms, per-instance sigma) "
