@@ -19,7 +19,7 @@ RESULTS=${RESULTS:-experiments/results}
 # at difficulty easy (harmony 4 turns, thermal 5, escape_room 11) plus one turn of slack;
 # robot_reach-v6's expert takes 3-10 turns (4 in the median; 18 of 20 within 8). The token
 # caps are above the expert's longest turn (63, 121, 123, 41; bench/prompt_tokens.py).
-TASK_SPECS=${TASK_SPECS:-"harmony-v5:5:96 thermal-v3:6:160 robot_reach-v6:8:160 escape_room-v1:12:64"}
+TASK_SPECS=${TASK_SPECS:-"harmony-v5:5:96 thermal-v4:6:160 robot_reach-v6:8:160 escape_room-v1:12:64"}
 DIFFICULTY=${DIFFICULTY:-easy}
 N_HELD_OUT=${N_HELD_OUT:-20}        # held-out instances per task: seeds 0..N-1
 N_SYNTH=${N_SYNTH:-32}              # instances synthesized around the untuned model's failures
@@ -36,7 +36,7 @@ TRAIN_DTYPE=${TRAIN_DTYPE:-auto}
 # (robot_reach-v6, harmony-v5) left thermal untrained at 11 of 20 after SFT while robot_reach
 # was 20 of 20 before GRPO, 9 of its 16 groups flat; thermal's SFT score swings between runs
 # (v18 19 of 20, v19 14, v20 11), harmony's too (12, -, 16). escape_room: every group all 0.
-GRPO_TASKS=${GRPO_TASKS:-thermal-v3,harmony-v5}
+GRPO_TASKS=${GRPO_TASKS:-thermal-v4,harmony-v5}
 GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-6}       # thermal's held-out budget, the larger of the two
 GRPO_ROLLOUT_DTYPE=${GRPO_ROLLOUT_DTYPE:-auto}  # a bfloat16 sampling copy where fast (TRL rescores in float32)
 GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-160}   # thermal's held-out cap, the larger of the two

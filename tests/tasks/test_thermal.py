@@ -40,7 +40,7 @@ from agentharness.tasks.thermal.simulator import (
     spec_from_public,
     uniform_baseline,
 )
-from agentharness.tasks.thermal.tools import ThermalWorld, minimize_max
+from agentharness.tasks.thermal.tools import ThermalWorld, minimize_max, report_text
 from agentharness.testing.tasks import call, run_expert, step_call
 
 DIFFS = ("easy", "medium", "hard")
@@ -133,7 +133,7 @@ def test_prompt_states_goal_tools_and_format() -> None:
         "calculate",
         "solve_linear",
         "minimize_max",
-        "rise_k",
+        "rise above ambient",
         "Safety limit",
         "Tolerance",
         "H3",
@@ -141,8 +141,11 @@ def test_prompt_states_goal_tools_and_format() -> None:
         "watts",
     ):
         assert needle in text
+    ambient = public(inst).plate.ambient_c
     for mon in public(inst).monitors:
-        assert f"{mon.target_c:.1f}" in text
+        # the target rise solve_linear needs as b is printed, not left to mental arithmetic
+        rise = round(mon.target_c - ambient, 4)
+        assert f"target {mon.target_c:.1f} °C (rise {rise:g} K)" in text
     assert str(hidden(inst).solution[0]) not in text
 
 
@@ -246,9 +249,20 @@ def test_simulate_feedback_content() -> None:
     res = w.execute("simulate", {"powers": [5.0] * n})
     assert not res.is_error
     rep = res.data
-    # The model reads the report as JSON text; scripted policies read the same as data.
-    assert isinstance(rep, dict) and res.text == json.dumps(rep, ensure_ascii=False)
-    assert json.loads(res.text) == rep
+    # The model reads a line per point (v4); scripted policies read the full report as data,
+    # and every number in a line is the data's.
+    assert isinstance(rep, dict) and res.text == report_text(rep)
+    lines = res.text.splitlines()
+    assert lines[0] == f"{rep['verdict']}. {rep['simulations_left']} simulations left."
+    assert len(lines) == 1 + len(pub.monitors) + n
+    for line, mon in zip(lines[1 : 1 + len(pub.monitors)], rep["monitors"], strict=True):
+        assert line.startswith(f"{mon['id']} {mon['temperature_c']} °C, rise {mon['rise_k']} K")
+        assert f"{abs(mon['error_k'])} K (" in line
+        assert line.endswith("(hit)") == mon["within_tolerance"]
+    for line, h in zip(lines[1 + len(pub.monitors) :], rep["heaters"], strict=True):
+        assert line == (
+            f"{h['id']} {float(h['power_w'])} W: {h['temperature_c']} °C, rise {h['rise_k']} K"
+        )
     assert len(rep["monitors"]) == len(pub.monitors)
     for mon, given in zip(rep["monitors"], pub.monitors, strict=True):
         assert mon["target_c"] == given.target_c
@@ -271,7 +285,8 @@ def test_tool_messages_carry_the_report_as_data() -> None:
     ep = episode_for(inst)
     reply = step_call(ep, "simulate", {"powers": [1.0, 2.0]})
     assert reply.outcome is not None and not reply.outcome.is_error
-    assert reply.outcome.data == json.loads(reply.text) == ep.tool_calls[-1].data
+    assert reply.outcome.data == ep.tool_calls[-1].data
+    assert reply.text == report_text(reply.outcome.data)
     bad = step_call(ep, "simulate", {"powers": [1.0]}, "c2")
     assert bad.outcome is not None and bad.outcome.is_error and bad.outcome.data is None
     final = step_call(ep, "submit_powers", {"powers": list(hidden(inst).solution)}, "c3")

@@ -1,13 +1,13 @@
-"""thermal — steady-state heat control on a 2-D plate (thermal-v3).
+"""thermal — steady-state heat control on a 2-D plate (thermal-v4).
 
 The agent sets the power of several heaters on a thin plate whose edges are held at
 ambient temperature, so that the steady temperature at monitor points hits given
 targets within a tolerance while no point exceeds a safety limit. ``simulate(powers)``
 solves the steady (optionally anisotropic) heat equation by finite differences on
 ``scipy.sparse`` — the matrix is factorized once per plate and cached — and reports
-each monitor's error, each heater's temperature, every rise above ambient, the hottest
-point and the safety verdict. ``submit_powers(powers)`` is the final answer; the reward
-re-simulates it.
+how many targets are hit and the safety verdict, then a line per monitor (temperature,
+rise above ambient, error) and per heater (temperature, rise). ``submit_powers(powers)``
+is the final answer; the reward re-simulates it.
 
 Computation tools (v3). Finding the powers is linear algebra a policy cannot do in its
 head, so the task gives it the tools to do it in the open (and its expert uses them, so
@@ -34,6 +34,12 @@ off, all at full or half power, or any other uniform setting earns nothing. Plat
 drawn so that no uniform setting comes near the targets and a blind guess almost never
 hits them. Harder levels add heaters and monitors, anisotropic conductivity, a tighter
 tolerance and a safety limit that rules out some target-hitting power vectors.
+
+v4 prints a simulation as a verdict line and a line per point instead of v3's JSON (about
+170 tokens at easy and 265 at medium instead of 450 and 670: on a small model the replies
+were most of an episode's tokens and most of a GRPO step's time), and the prompt gives each
+monitor's target rise above ambient (``b`` of the solve) once instead of every report. The
+full report stays in each result's ``data``. Plates and rewards are v3's.
 
 v3 added ``rise_k``/``target_rise_k`` to the simulation report and the computation
 tools; plates and rewards are those of v2. v2's expert computed its powers privately (a

@@ -21,7 +21,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
 from agentharness.core.task import Problem
 from agentharness.tasks.thermal.config import ThermalConfig
-from agentharness.tasks.thermal.problem import Heater, Hidden, Monitor, Plate, Public
+from agentharness.tasks.thermal.problem import Heater, Hidden, Monitor, Plate, Public, target_rise
 from agentharness.tasks.thermal.simulator import (
     PlateModel,
     get_model,
@@ -44,10 +44,10 @@ targets, while no point of the plate exceeds a safety limit.
 
 Tools:
 - simulate(powers): solves the steady heat equation on the plate for the given heater \
-powers and reports each monitor's temperature, target, error and whether it is within \
-tolerance, each heater's own temperature, every rise above ambient (rise_k; a monitor's \
-target_rise_k is its target minus ambient), the hottest point of the plate and whether the \
-safety limit holds. Simulations are limited; use them wisely.
+powers and reports how many targets are hit, whether the hottest point of the plate stays \
+below the safety limit, then each monitor's temperature, rise above ambient and error \
+(temperature minus target), and each heater's temperature and rise. Simulations are \
+limited; use them wisely.
 - calculate(expression): arithmetic on numbers (+ - * / **, parentheses, sqrt, log, ...).
 - solve_linear(a, b): the x with a @ x = b (least squares when there is no exact solution).
 - minimize_max(c, a, b, tolerance, upper): a linear program: the x between 0 and upper \
@@ -88,7 +88,8 @@ class ThermalGenerator:
         plate = pub.plate
         heaters = "\n".join(f"  {h.id}: x = {h.x_mm:g} mm, y = {h.y_mm:g} mm" for h in pub.heaters)
         monitors = "\n".join(
-            f"  {m.id}: x = {m.x_mm:g} mm, y = {m.y_mm:g} mm, target {m.target_c:.1f} °C"
+            f"  {m.id}: x = {m.x_mm:g} mm, y = {m.y_mm:g} mm, target {m.target_c:.1f} °C "
+            f"(rise {target_rise(m.target_c, plate.ambient_c):g} K)"
             for m in pub.monitors
         )
         n = len(pub.heaters)
@@ -104,7 +105,7 @@ Heaters ({n}; Gaussian patches of radius {plate.heater_radius_mm:g} mm, each 0 t
 {pub.max_power_w:g} W):
 {heaters}
 
-Monitor points and their target temperatures:
+Monitor points, their target temperatures and the target rise above ambient:
 {monitors}
 
 Tolerance: ±{pub.tolerance_k:g} K at every monitor.

@@ -46,6 +46,11 @@ class Monitor(_Frozen):
     target_c: float
 
 
+def target_rise(target_c: float, ambient_c: float) -> float:
+    """A monitor's target rise above ambient, as the prompt prints it and reports carry it."""
+    return round(target_c - ambient_c, 4)
+
+
 class Public(_Frozen):
     """What the prompt states: the plate, heaters, monitors and the rules."""
 
