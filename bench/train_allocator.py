@@ -29,11 +29,13 @@ from pathlib import Path
 from typing import Any
 
 BOOTCAMP = str(Path(sys.executable).with_name("bootcamp"))
+# Each task's current version (the recorded figures used robot_reach-v6, harmony-v3,
+# thermal-v3 and escape_room-v1; later versions only shortened the conversations).
 EXPERTS = [
-    ("robot_reach-v6", 100001),
-    ("harmony-v3", 1000),
-    ("thermal-v3", 1000),
-    ("escape_room-v1", 1000),
+    ("robot_reach", 100001),
+    ("harmony", 1000),
+    ("thermal", 1000),
+    ("escape_room", 1000),
 ]
 MODES = ("system", "keep")
 

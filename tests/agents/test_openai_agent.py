@@ -150,8 +150,11 @@ def test_malformed_replies_are_retried_and_their_usage_kept(kind: str, lean_http
 
 @pytest.mark.parametrize("lean_http", [True, False])
 def test_every_fault_kind_at_once_loses_no_episode(tmp_path: Path, lean_http: bool) -> None:
-    # Timeouts far above a loaded machine's answer time: only the stalls time out.
-    faults = Faults.every_kind(0.5, stall_s=3.0, slow_s=0.01, seed=7)
+    # Timeouts far above a loaded machine's answer time, so only the stalls time out (2 s
+    # did not hold on a CI machine running an experiment beside the tests), and retries
+    # enough that no request fails every attempt by chance: 7 of the 9 kinds fail, so a
+    # request fails 21 attempts with probability 0.39**21 ~ 3e-9.
+    faults = Faults.every_kind(0.5, stall_s=6.0, slow_s=0.01, seed=7)
     items = plan([get_task("escape_room")], n=16, difficulty="easy")
     run_dir = RunDir(tmp_path)
     run_dir.create({})
@@ -159,9 +162,9 @@ def test_every_fault_kind_at_once_loses_no_episode(tmp_path: Path, lean_http: bo
         agent = OpenAIAgent(
             "scripted",
             base_url=server.base_url,
-            max_retries=8,
+            max_retries=20,
             backoff_s=0.001,
-            request_timeout_s=2.0,
+            request_timeout_s=5.0,
             lean_http=lean_http,
         )
         result = asyncio.run(run(items, agent, run_dir, concurrency=8))
