@@ -40,8 +40,9 @@ from numpy.typing import NDArray
 FloatArray = NDArray[np.float64]
 
 # Putative global minima of LJ_N in reduced units, from the Cambridge Cluster Database
-# (D. J. Wales et al., https://www-wales.ch.cam.ac.uk/CCD.html). Every value is re-found
-# by this module's basin hopping and checked with ASE before an instance is built.
+# (D. J. Wales et al., https://www-wales.ch.cam.ac.uk/CCD.html). The structures in
+# GLOBAL_MINIMUM_TABLE reach every value (checked with ASE before an instance is built);
+# the tests re-find some with this module's basin hopping.
 GLOBAL_MINIMA: dict[int, float] = {
     3: -3.000000,
     4: -6.000000,
