@@ -11,7 +11,7 @@ reward (a group whose episodes all score alike is skipped in real training) and 
 can be compared on the same task in the same script.
 
     python bench/grpo_step.py --model experiments/out/v18/models/sft/final \\
-        --runs robot_reach-v6:0,robot_reach-v6:3,harmony-v5,thermal-v4,escape_room-v1
+        --runs robot_reach-v6:0,robot_reach-v6:3,harmony-v5,thermal-v5,escape_room-v1
 
 ``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
 """

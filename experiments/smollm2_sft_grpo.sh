@@ -16,10 +16,10 @@ BOOTCAMP=${BOOTCAMP:-bootcamp}
 PYTHON=${PYTHON:-python}
 RESULTS=${RESULTS:-experiments/results}
 # task:turn budget:max new tokens per turn. The budgets fit the expert's own trajectories
-# at difficulty easy (harmony 4 turns, thermal 5, escape_room 11) plus one turn of slack;
+# at difficulty easy (harmony 4 turns, thermal 4, escape_room 11) plus one turn of slack;
 # robot_reach-v6's expert takes 3-10 turns (4 in the median; 18 of 20 within 8). The token
-# caps are above the expert's longest turn (63, 121, 123, 41; bench/prompt_tokens.py).
-TASK_SPECS=${TASK_SPECS:-"harmony-v5:5:96 thermal-v4:6:160 robot_reach-v6:8:160 escape_room-v1:12:64"}
+# caps are above the expert's longest turn (63, 89, 123, 41; bench/prompt_tokens.py).
+TASK_SPECS=${TASK_SPECS:-"harmony-v5:5:96 thermal-v5:5:128 robot_reach-v6:8:160 escape_room-v1:12:64"}
 DIFFICULTY=${DIFFICULTY:-easy}
 N_HELD_OUT=${N_HELD_OUT:-20}        # held-out instances per task: seeds 0..N-1
 N_SYNTH=${N_SYNTH:-32}              # instances synthesized around the untuned model's failures
@@ -36,14 +36,14 @@ TRAIN_DTYPE=${TRAIN_DTYPE:-auto}
 # (robot_reach-v6, harmony-v5) left thermal untrained at 11 of 20 after SFT while robot_reach
 # was 20 of 20 before GRPO, 9 of its 16 groups flat; thermal's SFT score swings between runs
 # (v18 19 of 20, v19 14, v20 11), harmony's too (12, -, 16). escape_room: every group all 0.
-GRPO_TASKS=${GRPO_TASKS:-thermal-v4,harmony-v5}
-GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-6}       # thermal's held-out budget, the larger of the two
+GRPO_TASKS=${GRPO_TASKS:-thermal-v5,harmony-v5}
+GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-5}       # both tasks' held-out budget
 GRPO_ROLLOUT_DTYPE=${GRPO_ROLLOUT_DTYPE:-auto}  # a bfloat16 sampling copy where fast (TRL rescores in float32)
-GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-160}   # thermal's held-out cap, the larger of the two
+GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-128}   # thermal's held-out cap, the larger of the two
 N_PROBE=${N_PROBE:-0}               # GRPO candidate instances per task (seeds 100000+); 0: no probe, a
 PROBE_K=${PROBE_K:-2}               # fresh instance for every group. PROBE_K: samples of the SFT policy
                                     # per candidate (the probe keeps those whose rewards differ)
-GRPO_STEPS=${GRPO_STEPS:-32}                # v16 ran 20 (GRPO +0.034 over SFT)
+GRPO_STEPS=${GRPO_STEPS:-48}                # v18-v22 ran 32; thermal-v5's shorter episodes pay for more
 GROUP=${GROUP:-8}                   # GRPO group size
 PROMPTS_PER_STEP=${PROMPTS_PER_STEP:-1}  # GRPO groups (problems) per optimizer step
 GRPO_LR=${GRPO_LR:-3e-5}

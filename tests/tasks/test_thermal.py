@@ -614,13 +614,74 @@ def test_response_is_read_off_unit_probes() -> None:
     assert [mo["rise_k"] for mo in together["monitors"]] == pytest.approx(total, abs=1e-3)
 
 
+def test_probe_heaters_reports_the_unit_probes_per_watt() -> None:
+    # One call, one simulation per heater: the rows are exactly the rises a 1 W simulate of
+    # each heater reports, per monitor and per heater, and the text prints every number.
+    inst = TASK.instance(3, "hard")
+    pub = public(inst)
+    n, m = len(pub.heaters), len(pub.monitors)
+    ep = episode_for(inst)
+    reply = step_call(ep, "probe_heaters", {})
+    assert reply.outcome is not None and not reply.outcome.is_error
+    probe = reply.outcome.data
+    assert world(ep).simulations == n and probe["simulations_left"] == pub.max_simulations - n
+    assert len(probe["monitors"]) == m and len(probe["heaters"]) == n
+    w = ThermalWorld(inst)
+    for j in range(n):
+        rep = w.execute("simulate", {"powers": [1.0 if i == j else 0.0 for i in range(n)]}).data
+        assert [row[j] for row in probe["monitors"]] == [mo["rise_k"] for mo in rep["monitors"]]
+        assert [row[j] for row in probe["heaters"]] == [h["rise_k"] for h in rep["heaters"]]
+    text = reply.text
+    lines = text.splitlines()[1:]
+    assert [line.split(":")[0] for line in lines] == [
+        *(x.id for x in pub.monitors),
+        *(x.id for x in pub.heaters),
+    ]
+    for line, row in zip(lines, [*probe["monitors"], *probe["heaters"]], strict=True):
+        assert [float(v) for v in line.split(":")[1].split(",")] == row
+    # The best simulation so far is a probe now (what a nudge reports).
+    assert world(ep).best_report is not None
+
+
+def test_probe_heaters_below_one_watt_reports_per_watt() -> None:
+    # A plate whose maximum power is under 1 W is probed at that maximum; the rows are
+    # still per watt (superposition), so they solve the same system.
+    base = TASK.instance(0, "easy")
+    small = base.model_copy(update={"public": {**base.public, "max_power_w": 0.5}})
+    full = ThermalWorld(base).execute("probe_heaters", {}).data
+    half = ThermalWorld(small).execute("probe_heaters", {}).data
+    assert full["probe_w"] == 1.0 and half["probe_w"] == 0.5
+    for part in ("monitors", "heaters"):
+        assert np.asarray(half[part]) == pytest.approx(np.asarray(full[part]), abs=2e-4)
+
+
+def test_probe_heaters_needs_a_simulation_per_heater() -> None:
+    inst = TASK.instance(1, "medium")
+    pub = public(inst)
+    n = len(pub.heaters)
+    ep = episode_for(inst)
+    for i in range(pub.max_simulations - n + 1):
+        step_call(ep, "simulate", {"powers": [1.0] * n}, f"s{i}")
+    reply = step_call(ep, "probe_heaters", {}, "p")
+    assert reply.outcome is not None and reply.outcome.is_error
+    assert f"needs {n} simulations" in reply.text and "simulate single heaters" in reply.text
+    assert world(ep).simulations == pub.max_simulations - n + 1 and not ep.done
+
+
 # -- the computation tools ---------------------------------------------------------------
 
 
 def test_computation_tools_are_offered_and_cost_no_simulation() -> None:
     inst = TASK.instance(0, "easy")
     names = set(ThermalWorld.tool_specs())
-    assert names == {"simulate", "submit_powers", "calculate", "solve_linear", "minimize_max"}
+    assert names == {
+        "simulate",
+        "probe_heaters",
+        "submit_powers",
+        "calculate",
+        "solve_linear",
+        "minimize_max",
+    }
     ep = episode_for(inst)
     r1 = step_call(ep, "calculate", {"expression": "(63.3 - 20) * 2"})
     r2 = step_call(ep, "solve_linear", {"a": [[2.0, 0.0], [0.0, 4.0]], "b": [1.0, 2.0]}, "c2")
@@ -704,19 +765,16 @@ def test_expert_solves(difficulty: str) -> None:
         n = len(public(inst).heaters)
         assert world(ep).simulations == n + 1
         assert all(not r.is_error for r in ep.tool_calls)
-        # One 1 W probe per heater, one computation, one check, the answer.
+        # The 1 W probes in one call, one computation, one check, the answer: four turns.
         solver = "solve_linear" if n <= len(public(inst).monitors) else "minimize_max"
-        assert [r.name for r in ep.tool_calls] == ["simulate"] * n + [
-            solver,
-            "simulate",
-            "submit_powers",
-        ]
-        for j, r in enumerate(ep.tool_calls[:n]):
-            assert r.arguments["powers"] == [1.0 if i == j else 0.0 for i in range(n)]
+        names = ["probe_heaters", solver, "simulate", "submit_powers"]
+        assert [r.name for r in ep.tool_calls] == names and ep.turns == 4
+        # The solve's matrix is the probe's rows, copied.
+        assert ep.tool_calls[1].arguments["a"] == ep.tool_calls[0].data["monitors"]
         # It submits what the tool computed, not the reference solution.
         final = ep.tool_calls[-1].arguments["powers"]
         assert final == pytest.approx(ep.tool_calls[-2].arguments["powers"], abs=1e-6)
-        assert final == pytest.approx(ep.tool_calls[n].data["x"])
+        assert final == pytest.approx(ep.tool_calls[1].data["x"])
         assert final != list(hidden(inst).solution)
 
 
@@ -749,7 +807,7 @@ def test_expert_is_imitable(difficulty: str) -> None:
 def test_imitability_check_passes() -> None:
     assert TASK.imitable
     report = imitability_check(TASK, seeds=2)
-    assert report.actions >= 2 * (4 + 5 + 7) and not report.flagged, report.summary()
+    assert report.actions >= 2 * 3 * 3 and not report.flagged, report.summary()
 
 
 @pytest.mark.parametrize("difficulty", DIFFS)
@@ -760,19 +818,32 @@ def test_expert_robust_to_noise(difficulty: str) -> None:
 
 
 def test_expert_reuses_foreign_unit_probes_and_ignores_other_calls() -> None:
-    # A noisy agent's 1 W probe of H2 counts; its other simulations and computations do not
-    # disturb the expert.
+    # A noisy agent's 1 W probes of every heater count (no probe_heaters call); its other
+    # simulations and computations do not disturb the expert.
     inst = TASK.instance(1, "medium")
     ep = episode_for(inst)
     ep.step(call("simulate", {"powers": [3.0, 4.0, 5.0]}, "x1"))
-    ep.step(call("simulate", {"powers": [0.0, 1.0, 0.0]}, "x2"))
+    for j in range(3):
+        ep.step(call("simulate", {"powers": [1.0 if i == j else 0.0 for i in range(3)]}, f"u{j}"))
     ep.step(call("solve_linear", {"a": [[1.0, 2.0]], "b": [7.0]}, "x3"))
     expert = TASK.expert(inst)
     while not ep.done:
         ep.step(expert.next_turn(list(ep.messages)))
     assert ep.reward().success
-    # Two foreign simulations, probes of H1 and H3, the check.
-    assert world(ep).simulations == 2 + 2 + 1
+    assert [r.name for r in ep.tool_calls[5:]] == ["solve_linear", "simulate", "submit_powers"]
+    assert world(ep).simulations == 1 + 3 + 1
+    assert list(unsourced_numbers(ep.messages, ep.tools)) == []
+
+
+def test_expert_probes_every_heater_when_some_are_missing() -> None:
+    inst = TASK.instance(1, "medium")
+    ep = episode_for(inst)
+    ep.step(call("simulate", {"powers": [0.0, 1.0, 0.0]}, "x2"))
+    expert = TASK.expert(inst)
+    while not ep.done:
+        ep.step(expert.next_turn(list(ep.messages)))
+    assert ep.reward().success
+    assert [r.name for r in ep.tool_calls[1:]][:2] == ["probe_heaters", "solve_linear"]
     assert list(unsourced_numbers(ep.messages, ep.tools)) == []
 
 
@@ -780,19 +851,16 @@ def test_expert_corrects_a_miss_with_a_newton_step(monkeypatch: pytest.MonkeyPat
     # Aim the first solve 1 K too high: the check misses, and the expert solves again with
     # each target lowered by its monitor's error, which lands within tolerance.
     real = ThermalExpert._target_rises
-    monkeypatch.setattr(
-        ThermalExpert, "_target_rises", lambda self, cols: [t + 1.0 for t in real(self, cols)]
-    )
+    monkeypatch.setattr(ThermalExpert, "_target_rises", lambda self: [t + 1.0 for t in real(self)])
     for difficulty in ("easy", "hard"):
         inst = TASK.instance(0, difficulty)
         ep = run_expert(inst)
-        n = len(public(inst).heaters)
         names = [r.name for r in ep.tool_calls]
-        solver = names[n]
-        assert names[n:] == [solver, "simulate", solver, "simulate", "submit_powers"]
-        missed = ep.tool_calls[n + 1].data
+        solver = names[1]
+        assert names[1:] == [solver, "simulate", solver, "simulate", "submit_powers"]
+        missed = ep.tool_calls[2].data
         assert missed["targets_hit"] < missed["targets_total"]
-        first, second = ep.tool_calls[n].arguments["b"], ep.tool_calls[n + 2].arguments["b"]
+        first, second = ep.tool_calls[1].arguments["b"], ep.tool_calls[3].arguments["b"]
         errors = [mo["error_k"] for mo in missed["monitors"]]
         assert second == pytest.approx([b - e for b, e in zip(first, errors, strict=True)])
         assert ep.reward().success
@@ -802,20 +870,24 @@ def test_expert_falls_back_to_the_linear_program_then_its_best(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Unreachable targets: solve_linear's powers exceed the maximum, so the expert asks the
-    # linear program, which finds nothing feasible; it submits its best simulation.
-    monkeypatch.setattr(ThermalExpert, "_target_rises", lambda self, cols: [500.0] * self.m)
+    # linear program, which finds nothing feasible; with no simulation of its own to fall
+    # back on it submits the direct solve's powers clipped to the range.
+    monkeypatch.setattr(ThermalExpert, "_target_rises", lambda self: [500.0] * self.m)
     inst = TASK.instance(0, "medium")
     ep = run_expert(inst)
-    n = len(public(inst).heaters)
-    assert [r.name for r in ep.tool_calls[n:]] == [
+    p_max = public(inst).max_power_w
+    assert [r.name for r in ep.tool_calls] == [
+        "probe_heaters",
         "solve_linear",
         "minimize_max",
         "submit_powers",
     ]
-    assert ep.tool_calls[n + 1].is_error and "no x in" in ep.tool_calls[n + 1].result
+    assert ep.tool_calls[2].is_error and "no x in" in ep.tool_calls[2].result
     assert ep.end_reason == "answered" and not ep.reward().success
+    x = ep.tool_calls[1].data["x"]
     submitted = ep.tool_calls[-1].arguments["powers"]
-    assert submitted in [r.arguments["powers"] for r in ep.tool_calls[:n]]
+    assert submitted == [min(max(v, 0.0), p_max) for v in x]
+    assert list(unsourced_numbers(ep.messages, ep.tools)) == []
 
 
 def test_expert_reads_results_as_data_not_text() -> None:

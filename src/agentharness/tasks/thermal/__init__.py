@@ -1,4 +1,4 @@
-"""thermal — steady-state heat control on a 2-D plate (thermal-v4).
+"""thermal — steady-state heat control on a 2-D plate (thermal-v5).
 
 The agent sets the power of several heaters on a thin plate whose edges are held at
 ambient temperature, so that the steady temperature at monitor points hits given
@@ -7,7 +7,9 @@ solves the steady (optionally anisotropic) heat equation by finite differences o
 ``scipy.sparse`` — the matrix is factorized once per plate and cached — and reports
 how many targets are hit and the safety verdict, then a line per monitor (temperature,
 rise above ambient, error) and per heater (temperature, rise). ``submit_powers(powers)``
-is the final answer; the reward re-simulates it.
+is the final answer; the reward re-simulates it. ``probe_heaters()`` (v5) runs each heater
+alone at 1 W, one simulation per heater, and prints every monitor's and heater's rise per
+watt of each heater: the response the powers are solved from.
 
 Computation tools (v3). Finding the powers is linear algebra a policy cannot do in its
 head, so the task gives it the tools to do it in the open (and its expert uses them, so
@@ -22,9 +24,10 @@ every number in its trajectories was visible first; see :mod:`agentharness.imita
   safety limit; the safe choice keeps the hottest heater as cool as possible, which is
   an optimisation, not a solve.
 
-There is deliberately no tool that returns the powers for the targets: these tools know
-nothing about the plate, so the agent still has to plan its probes, measure the response
-with (budgeted) simulations, set up the system from what it read, and check the result.
+There is deliberately no tool that returns the powers for the targets: the computation
+tools know nothing about the plate and ``probe_heaters`` only measures it, so the agent
+still has to measure the response with (budgeted) simulations, set up the system from what
+it read (which rows, which targets, which solver), and check the result.
 Only simulations count against the budget and the efficiency credit.
 
 Reward (unchanged since v2, see :mod:`.reward`): 0 for an unsafe or invalid answer; 0.85-1.0 when every
@@ -34,6 +37,12 @@ off, all at full or half power, or any other uniform setting earns nothing. Plat
 drawn so that no uniform setting comes near the targets and a blind guess almost never
 hits them. Harder levels add heaters and monitors, anisotropic conductivity, a tighter
 tolerance and a safety limit that rules out some target-hitting power vectors.
+
+v5 adds ``probe_heaters``: the unit probes the expert made one ``simulate`` call each for,
+in one call and a compact matrix (at easy, 2 heaters, the probes' replies go from about 380
+tokens to 70), so the expert takes four turns at every difficulty (probe, solve, check,
+submit) instead of one more per heater, and says less between its calls. Plates, budgets
+and rewards are v4's.
 
 v4 prints a simulation as a verdict line and a line per point instead of v3's JSON (about
 170 tokens at easy and 265 at medium instead of 450 and 670: on a small model the replies

@@ -110,7 +110,8 @@ Monitor points, their target temperatures and the target rise above ambient:
 
 Tolerance: ±{pub.tolerance_k:g} K at every monitor.
 Safety limit: no point of the plate may exceed {pub.safety_limit_c:g} °C.
-Simulation budget: {pub.max_simulations} calls to simulate.
+Simulation budget: {pub.max_simulations} simulations (a simulate call is one; probe_heaters runs one \
+per heater).
 
 Find heater powers that put every monitor within tolerance of its target without breaking \
 the safety limit, then call submit_powers with powers = [{example}] (watts, in heater order)."""

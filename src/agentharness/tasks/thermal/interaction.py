@@ -34,9 +34,9 @@ class ThermalInteraction(Interaction[ThermalWorld]):
             return (
                 "You did not call a tool, so nothing happened. Start by calling `simulate` with "
                 f"{fmt} and read how far each monitor is from its target. Steady conduction "
-                "with fixed-temperature edges is linear in the heater powers, so a few simulations "
-                "tell you how each heater affects each monitor (each heater alone at 1 W gives its "
-                "rise per watt), and solve_linear or minimize_max turn that response into powers."
+                "with fixed-temperature edges is linear in the heater powers, so each heater's rise "
+                "per watt (`probe_heaters` measures them all) tells you how it affects each "
+                "monitor, and solve_linear or minimize_max turn that response into powers."
             )
         left = pub.max_simulations - world.simulations
         return (

@@ -1,6 +1,6 @@
-"""Layer 2: the per-episode plate world: simulate, submit, and the computation tools.
+"""Layer 2: the per-episode plate world: simulate, probe, submit, and the computation tools.
 
-``simulate`` and ``submit_powers`` act on the plate. ``calculate`` and ``solve_linear``
+``simulate``, ``probe_heaters`` and ``submit_powers`` act on the plate. ``calculate`` and ``solve_linear``
 (from :class:`~agentharness.core.calculator.CalculatorWorld`) and ``minimize_max`` (a
 small linear program, :func:`minimize_max`) compute on numbers the agent passes in: they
 know nothing of the plate, so they only help once simulations have measured it.
@@ -28,6 +28,8 @@ from agentharness.tasks.thermal.simulator import (
 
 # Schema-level bounds; the instance's own maximum power is checked in the tool.
 MAX_POWERS = 32
+# probe_heaters runs each heater alone at this power (or the maximum power, if smaller).
+PROBE_W = 1.0
 ABS_MAX_POWER_W = 1000.0
 
 Powers = Annotated[
@@ -152,6 +154,21 @@ def report_text(rep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def probe_text(probe: dict[str, Any], heaters: list[str], monitors: list[str]) -> str:
+    """What the model reads of ``probe_heaters``: a row per monitor and per heater with its
+    rise per watt of each heater (the rows of ``a`` and ``c`` of a solve, in order)."""
+    lines = [
+        f"Each heater alone at {probe['probe_w']:g} W: {len(heaters)} simulations, "
+        f"{probe['simulations_left']} left. Rise per watt (K/W) of {', '.join(heaters)}:"
+    ]
+    for part, ids in (("monitors", monitors), ("heaters", heaters)):
+        lines += [
+            f"{pid}: {', '.join(str(float(v)) for v in row)}"
+            for pid, row in zip(ids, probe[part], strict=True)
+        ]
+    return "\n".join(lines)
+
+
 def minimize_max(
     c: list[list[float]], a: list[list[float]], b: list[float], tolerance: float, upper: float
 ) -> dict[str, Any]:
@@ -240,10 +257,55 @@ class ThermalWorld(CalculatorWorld):
         self.simulations += 1
         rep["simulations_used"] = self.simulations
         rep["simulations_left"] = budget - self.simulations
+        self._keep(rep)
+        return ToolResult(text=report_text(rep), data=rep)
+
+    def _keep(self, rep: dict[str, Any]) -> None:
+        """Remember a simulation's report as the latest, and as the best so far if it is."""
         self.last_report = rep
         if self.best_report is None or _score(rep) > _score(self.best_report):
             self.best_report = rep
-        return ToolResult(text=report_text(rep), data=rep)
+
+    @tool
+    def probe_heaters(self) -> ToolResult:
+        """Simulate each heater alone at 1 W, the others off (one simulation per heater from the
+        budget), and report how much every monitor and heater warms per watt of each heater.
+        """
+        budget = self.public.max_simulations
+        n = len(self.public.heaters)
+        left = budget - self.simulations
+        if left < n:
+            raise ToolError(
+                f"probing needs {n} simulations (one per heater) and {left} are left; simulate "
+                "single heaters instead, or call submit_powers with your best powers."
+            )
+        # Superposition: the rises of a heater alone scale with its power, so a probe below
+        # 1 W (a plate whose maximum power is smaller) still gives the rise per watt.
+        probe_w = min(PROBE_W, self.public.max_power_w)
+        ambient = self.public.plate.ambient_c
+        monitors: list[list[float]] = [[] for _ in self.public.monitors]
+        heaters: list[list[float]] = [[] for _ in self.public.heaters]
+        for j in range(n):
+            powers = [0.0] * n
+            powers[j] = probe_w
+            result, rep = self.run(powers)
+            self.simulations += 1
+            self._keep(rep)
+            for row, t in zip(monitors, result.monitor_c, strict=True):
+                row.append(round((t - ambient) / probe_w, 4))
+            for row, t in zip(heaters, result.heater_c, strict=True):
+                row.append(round((t - ambient) / probe_w, 4))
+        probe = {
+            "probe_w": probe_w,
+            "monitors": monitors,
+            "heaters": heaters,
+            "simulations_used": self.simulations,
+            "simulations_left": budget - self.simulations,
+        }
+        text = probe_text(
+            probe, [h.id for h in self.public.heaters], [m.id for m in self.public.monitors]
+        )
+        return ToolResult(text=text, data=probe)
 
     @tool(final=True)
     def submit_powers(self, powers: Powers) -> ToolResult:
