@@ -43,7 +43,7 @@ GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-128}   # thermal's held-out cap, the larger o
 N_PROBE=${N_PROBE:-0}               # GRPO candidate instances per task (seeds 100000+); 0: no probe, a
 PROBE_K=${PROBE_K:-2}               # fresh instance for every group. PROBE_K: samples of the SFT policy
                                     # per candidate (the probe keeps those whose rewards differ)
-GRPO_STEPS=${GRPO_STEPS:-48}                # v18-v22 ran 32; thermal-v5's shorter episodes pay for more
+GRPO_STEPS=${GRPO_STEPS:-32}                # v16 ran 20 (GRPO +0.034 over SFT)
 GROUP=${GROUP:-8}                   # GRPO group size
 PROMPTS_PER_STEP=${PROMPTS_PER_STEP:-1}  # GRPO groups (problems) per optimizer step
 GRPO_LR=${GRPO_LR:-3e-5}
