@@ -866,6 +866,27 @@ def test_expert_corrects_a_miss_with_a_newton_step(monkeypatch: pytest.MonkeyPat
         assert ep.reward().success
 
 
+def test_expert_probes_single_heaters_when_the_budget_is_short() -> None:
+    # A noisy agent left fewer simulations than heaters: probe_heaters would fail, so the
+    # expert probes the missing heaters one simulate call at a time.
+    inst = TASK.instance(1, "medium")
+    pub = public(inst)
+    n = len(pub.heaters)
+    ep = episode_for(inst)
+    for i in range(pub.max_simulations - n):
+        ep.step(call("simulate", {"powers": [2.0] * n}, f"s{i}"))
+    ep.step(call("simulate", {"powers": [0.0, 1.0, 0.0]}, "u1"))  # n - 1 left
+    expert = TASK.expert(inst)
+    while not ep.done:
+        ep.step(expert.next_turn(list(ep.messages)))
+    mine = ep.tool_calls[pub.max_simulations - n + 1 :]
+    assert [r.name for r in mine[:3]] == ["simulate", "simulate", "solve_linear"]
+    assert [r.arguments["powers"] for r in mine[:2]] == [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    assert "probe_heaters" not in [r.name for r in mine] and not any(r.is_error for r in mine[:3])
+    # The budget is spent before a check: the expert submits its best simulation.
+    assert ep.end_reason == "answered"
+
+
 def test_expert_falls_back_to_the_linear_program_then_its_best(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

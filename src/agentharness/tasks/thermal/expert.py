@@ -65,6 +65,7 @@ class ThermalExpert:
         self.n = len(pub.heaters)
         self.m = len(pub.monitors)
         self.p_max = pub.max_power_w
+        self.budget = pub.max_simulations
         self.tol = pub.tolerance_k
         self.probe_w = min(PROBE_W, self.p_max)
         self.turn = 0
@@ -117,6 +118,20 @@ class ThermalExpert:
                     rep["powers_w"], "Every target is hit within tolerance, safely: I submit."
                 )
         if len(columns) < self.n:
+            used = sum(
+                self.n if call.name == "probe_heaters" else 1
+                for call, message in answered_calls(messages)
+                if call.name in ("simulate", "probe_heaters")
+                and message.outcome is not None
+                and not message.outcome.is_error
+            )
+            if self.budget - used < self.n:
+                # Too few simulations left for probe_heaters: probe the missing heaters one by one.
+                j = min(set(range(self.n)) - set(columns))
+                powers = [self.probe_w if i == j else 0.0 for i in range(self.n)]
+                return self._call(
+                    "simulate", {"powers": powers}, f"H{j + 1} alone at {self.probe_w:g} W."
+                )
             return self._call(
                 "probe_heaters",
                 {},
