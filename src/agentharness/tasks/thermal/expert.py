@@ -95,9 +95,12 @@ class ThermalExpert:
         simulations: list[dict[str, Any]] = []
         columns: dict[int, Column] = {}
         last: tuple[_Mine, Any] | None = None  # my latest computation or check, and its result
+        left = self.budget  # simulations left, as the latest simulation's reply says
         for call, message in answered_calls(messages):
             outcome = message.outcome
             data = outcome.data if outcome is not None and not outcome.is_error else None
+            if call.name in ("simulate", "probe_heaters") and data is not None:
+                left = int(data["simulations_left"])
             if call.name == "simulate" and data is not None:
                 simulations.append(data)
                 j = self._probe_of(list(data["powers_w"]))
@@ -118,14 +121,7 @@ class ThermalExpert:
                     rep["powers_w"], "Every target is hit within tolerance, safely: I submit."
                 )
         if len(columns) < self.n:
-            used = sum(
-                self.n if call.name == "probe_heaters" else 1
-                for call, message in answered_calls(messages)
-                if call.name in ("simulate", "probe_heaters")
-                and message.outcome is not None
-                and not message.outcome.is_error
-            )
-            if self.budget - used < self.n:
+            if left < self.n:
                 # Too few simulations left for probe_heaters: probe the missing heaters one by one.
                 j = min(set(range(self.n)) - set(columns))
                 powers = [self.probe_w if i == j else 0.0 for i in range(self.n)]
