@@ -15,12 +15,15 @@ W=${1:-experiments/out}
 BOOTCAMP=${BOOTCAMP:-bootcamp}
 PYTHON=${PYTHON:-python}
 RESULTS=${RESULTS:-experiments/results}
-# task:turn budget:max new tokens per turn. The budgets fit the expert's own trajectories
-# at difficulty easy (harmony 4 turns, thermal 4, escape_room 11) plus one turn of slack;
-# robot_reach-v6's expert takes 3-10 turns (4 in the median; 18 of 20 within 8). The token
-# caps are above the expert's longest turn (63, 89, 123, 41; bench/prompt_tokens.py).
-TASK_SPECS=${TASK_SPECS:-"harmony-v5:5:96 thermal-v5:5:128 robot_reach-v6:8:160 escape_room-v1:12:64"}
-DIFFICULTY=${DIFFICULTY:-easy}
+# task:turn budget:max new tokens per turn[:difficulty] (default $DIFFICULTY). The budgets fit
+# the expert's own trajectories (harmony 4 turns at easy, thermal 4 at every difficulty,
+# escape_room 11 at easy) plus one turn of slack; robot_reach-v6's expert takes 3-10 turns at
+# easy (4 in the median; 18 of 20 within 8). The token caps are above the expert's longest turn
+# (harmony 63, thermal 165 at medium, robot_reach 123, escape_room 41; bench/prompt_tokens.py).
+# thermal plays medium (3-4 heaters, 4-5 monitors: a least-squares or minimax solve, not easy's
+# square one): at easy v24's SFT solved all 20 held-out instances and left GRPO nothing to win.
+TASK_SPECS=${TASK_SPECS:-"harmony-v5:5:96 thermal-v5:5:192:medium robot_reach-v6:8:160 escape_room-v1:12:64"}
+DIFFICULTY=${DIFFICULTY:-easy}      # of the tasks whose spec names none
 N_HELD_OUT=${N_HELD_OUT:-20}        # held-out instances per task: seeds 0..N-1
 N_SYNTH=${N_SYNTH:-32}              # instances synthesized around the untuned model's failures
 N_FRESH=${N_FRESH:-8}               # extra expert episodes per task on fresh seeds 1000+
@@ -39,7 +42,7 @@ TRAIN_DTYPE=${TRAIN_DTYPE:-auto}
 GRPO_TASKS=${GRPO_TASKS:-thermal-v5,harmony-v5}
 GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-5}       # both tasks' held-out budget
 GRPO_ROLLOUT_DTYPE=${GRPO_ROLLOUT_DTYPE:-auto}  # a bfloat16 sampling copy where fast (TRL rescores in float32)
-GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-128}   # thermal's held-out cap, the larger of the two
+GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-192}   # thermal's held-out cap, the larger of the two
 N_PROBE=${N_PROBE:-0}               # GRPO candidate instances per task (seeds 100000+); 0: no probe, a
 PROBE_K=${PROBE_K:-2}               # fresh instance for every group. PROBE_K: samples of the SFT policy
                                     # per candidate (the probe keeps those whose rewards differ)
@@ -62,23 +65,27 @@ log() { echo "[$(date +%H:%M:%S)] $*"; }
 start=$(date +%s)
 log "hardware: $(nproc --all) CPU cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), load $(cut -d' ' -f1-3 /proc/loadavg)"
 TASKS=$(for s in $TASK_SPECS; do echo -n "${s%%:*},"; done); TASKS=${TASKS%,}
-log "tasks: $TASK_SPECS (task:turns:tokens), difficulty $DIFFICULTY"
+log "tasks: $TASK_SPECS (task:turns:tokens[:difficulty], default $DIFFICULTY)"
+
+# spec_of TASK: that task's entry of TASK_SPECS; difficulty_of TASK: its difficulty
+spec_of() { for s in $TASK_SPECS; do [ "${s%%:*}" = "$1" ] && echo "$s" && return; done; echo "no $1 in TASK_SPECS" >&2; return 1; }
+difficulty_of() { local task turns tokens difficulty; IFS=: read -r task turns tokens difficulty <<< "$(spec_of "$1")"; echo "${difficulty:-$DIFFICULTY}"; }
 
 # eval AGENT STAGE [extra args]: one run per task, on that task's held-out instances and budget
 eval_stage() {
   local agent=$1 stage=$2; shift 2
   for s in $TASK_SPECS; do
-    IFS=: read -r task turns tokens <<< "$s"
+    IFS=: read -r task turns tokens _ <<< "$s"
     $BOOTCAMP eval --agent "$agent" --instances "$W/held_out.$task.jsonl" --max-turns "$turns" \
       --max-tokens "$tokens" --temperature 0 --concurrency "$EVAL_CONCURRENCY" --quiet --out "$W/runs/$stage/$task" "$@"
   done
 }
 
-log "held-out instances: $N_HELD_OUT per task ($DIFFICULTY, seeds 0..$((N_HELD_OUT - 1)))"
+log "held-out instances: $N_HELD_OUT per task (seeds 0..$((N_HELD_OUT - 1)))"
 rm -f "$W/held_out.jsonl"
 for s in $TASK_SPECS; do
   task=${s%%:*}
-  $BOOTCAMP generate "$task" -n "$N_HELD_OUT" --difficulty "$DIFFICULTY" --seed 0 -o "$W/held_out.$task.jsonl"
+  $BOOTCAMP generate "$task" -n "$N_HELD_OUT" --difficulty "$(difficulty_of "$task")" --seed 0 -o "$W/held_out.$task.jsonl"
   cat "$W/held_out.$task.jsonl" >> "$W/held_out.jsonl"
 done
 
@@ -97,13 +104,13 @@ if [ ! -s "$W/sft.jsonl" ]; then
   $PYTHON experiments/summarize.py split "$W/synth.jsonl"
   sft_runs=()
   for s in $TASK_SPECS; do
-    IFS=: read -r task turns tokens <<< "$s"
+    IFS=: read -r task turns tokens _ <<< "$s"
     if [ -s "$W/synth.$task.jsonl" ]; then
       $BOOTCAMP eval --agent expert --instances "$W/synth.$task.jsonl" --max-turns "$turns" \
         --out "$W/runs/expert_synth/$task" --quiet
       sft_runs+=("$W/runs/expert_synth/$task")
     fi
-    $BOOTCAMP eval --agent expert --tasks "$task" -n "$N_FRESH" --difficulty "$DIFFICULTY" --seed 1000 \
+    $BOOTCAMP eval --agent expert --tasks "$task" -n "$N_FRESH" --difficulty "$(difficulty_of "$task")" --seed 1000 \
       --max-turns "$turns" --out "$W/runs/expert_fresh/$task" --quiet
     sft_runs+=("$W/runs/expert_fresh/$task")
   done
@@ -129,7 +136,7 @@ if [ "$N_PROBE" -gt 0 ]; then
   log "GRPO curriculum: sample the SFT policy $PROBE_K times on $N_PROBE fresh instances per task (seeds 100000+), keep those it sometimes solves"
   for task in ${GRPO_TASKS//,/ }; do
     $BOOTCAMP eval --agent local --model "$W/models/sft/final" --tasks "$task" -n "$N_PROBE" -k "$PROBE_K" \
-      --difficulty "$DIFFICULTY" --seed 100000 --max-turns "$GRPO_MAX_TURNS" --max-tokens "$GRPO_MAX_TOKENS" \
+      --difficulty "$(difficulty_of "$task")" --seed 100000 --max-turns "$GRPO_MAX_TURNS" --max-tokens "$GRPO_MAX_TOKENS" \
       --temperature 1.0 --concurrency "$EVAL_CONCURRENCY" --quiet --out "$W/runs/probe/$task"
   done
   $PYTHON experiments/summarize.py curriculum "$W"/runs/probe/* -o "$W/grpo_instances.jsonl"
@@ -140,7 +147,7 @@ else
   log "GRPO instances: $per_task fresh ones per task (seeds 100000+; no curriculum probe)"
   rm -f "$W/grpo_instances.jsonl"
   for task in ${GRPO_TASKS//,/ }; do
-    $BOOTCAMP generate "$task" -n "$per_task" --difficulty "$DIFFICULTY" --seed 100000 -o "$W/grpo_instances.$task.jsonl"
+    $BOOTCAMP generate "$task" -n "$per_task" --difficulty "$(difficulty_of "$task")" --seed 100000 -o "$W/grpo_instances.$task.jsonl"
     cat "$W/grpo_instances.$task.jsonl" >> "$W/grpo_instances.jsonl"
   done
 fi

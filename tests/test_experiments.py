@@ -26,9 +26,11 @@ def test_the_default_tasks_are_current_versions() -> None:
     specs = default("TASK_SPECS").split()
     assert len(specs) >= 4
     for spec in specs:
-        task_id, turns, tokens = spec.split(":")
+        task_id, turns, tokens, *difficulty = spec.split(":")
         assert get_task(task_id).id == task_id
         assert int(turns) >= 1 and int(tokens) >= 1
+        assert difficulty in ([], ["easy"], ["medium"], ["hard"]), spec
+    assert default("DIFFICULTY") in ("easy", "medium", "hard")
     for task_id in default("GRPO_TASKS").split(","):
         assert task_id in [s.split(":")[0] for s in specs]
         assert get_task(task_id).id == task_id
