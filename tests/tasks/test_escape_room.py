@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 import pytest
@@ -523,3 +524,27 @@ def test_expert_reads_results_as_data_not_text() -> None:
         ]
         ep.step(expert.next_turn(blank))
     assert ep.reward().total == 1.0 and len(ep.tool_calls) == hidden(inst).par
+
+
+@pytest.mark.parametrize("difficulty", DIFFS)
+def test_expert_says_why_from_what_the_conversation_shows(difficulty: str) -> None:
+    # Every turn has a sentence, and every thing it names (a room, a container, a door, a code)
+    # was shown earlier in the conversation: a model imitating it learns to read the room.
+    for seed in range(3):
+        ep = run_expert(TASK.instance(seed, difficulty))
+        for i, message in enumerate(ep.messages):
+            if message.role != "assistant":
+                continue
+            assert message.text, f"turn {i} has no sentence"
+            shown = " ".join(m.text for m in ep.messages[:i]).lower()
+            named = re.findall(
+                r"(?:the|a) ([a-z][a-z ]*?)(?=[;:.]| holds| is | here| opens| closely)",
+                message.text,
+            )
+            args = (
+                json.loads(message.tool_calls[0].function.arguments) if message.tool_calls else {}
+            )
+            exit_code = args.get("code") if "exit code" in message.text else None
+            named += [n for n in re.findall(r"\d+", message.text) if n != exit_code]
+            for thing in named:
+                assert thing.lower() in shown, (seed, message.text, thing)

@@ -6,6 +6,11 @@ did not fail. Because every action is monotone (things only get unlocked, reveal
 or picked up) and the planner in :mod:`.simulator` plans from the current state — walking
 by breadth-first search over the doors now open — any actions interleaved by another
 policy (a noisy agent's random moves, pickups or reads) never derail it.
+
+Each turn says in one sentence why it acts, from what the conversation shows (the exits'
+room names, what a container holds, a locked door, the code a clue gave), so that a model
+trained on these turns learns to read the room before it acts rather than only the shape
+of the calls.
 """
 
 from __future__ import annotations
@@ -40,6 +45,43 @@ class EscapeRoomExpert:
     def next_turn(self, messages: list[Message]) -> Message:
         self._sync(messages)
         self._n += 1
-        step = plan_next(self.sim, self.goals) or ("look", {})
-        tool, args = step
-        return assistant(tool_calls=[ToolCall.make(f"escape_{self._n}", tool, args)])
+        tool, args = plan_next(self.sim, self.goals) or ("look", {})
+        return assistant(
+            narrate(self.sim, tool, args),
+            tool_calls=[ToolCall.make(f"escape_{self._n}", tool, args)],
+        )
+
+
+def narrate(sim: EscapeRoom, tool: str, args: dict[str, str]) -> str:
+    """One sentence on why ``tool(args)`` is the move, from what the player has been shown."""
+    if tool == "go":
+        door = sim.exits[sim.room][args["direction"]]
+        room = sim.rooms[sim.other_side(door, sim.room)].name
+        return f"I go {args['direction']} to the {room}."
+    if tool == "take":
+        item = args["item"]
+        where = sim.location[_item_id(sim, item)]
+        if where[0] == "in":
+            return f"The {sim.fixtures[where[1]].name} holds a {item}; I take it."
+        return f"There is a {item} here; I take it."
+    if tool == "read":
+        return f"Something is written on the {args['item']}; I read it."
+    if tool == "inspect":
+        fixture = next(f for f, spec in sim.fixtures.items() if spec.name == args["target"])
+        if sim.fixtures[fixture].inscription:
+            return f"Something is written on the {args['target']}; I inspect it."
+        if ("hidden", fixture) in sim.location.values():
+            return f"A clue said something is hidden in the {args['target']}; I inspect it."
+        return f"I examine the {args['target']} closely."
+    if tool == "use":
+        return f"The {args['target']} is locked and I carry the {args['item']}; I unlock it."
+    if tool == "enter_code" and args["target"] == "exit door":
+        digits = ", ".join(args["code"])
+        return f"The clues gave the exit code's digits in order, {digits}; I enter {args['code']}."
+    if tool == "enter_code":
+        return f"A clue said the {args['target']} opens with the code {args['code']}."
+    return "I look around."
+
+
+def _item_id(sim: EscapeRoom, name: str) -> str:
+    return next(i for i, spec in sim.items.items() if spec.name == name)
