@@ -79,6 +79,9 @@ def load_model(model: str = DEFAULT_MODEL) -> tuple[Any, Any]:
 
     hf_logging.disable_progress_bar()  # the runner draws its own progress bar
     tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+    # SmolLM2's tokenizer is BPE: transformers ignores (and warns about, at every decode)
+    # the GGUF's clean_up_tokenization_spaces=True, which would strip spaces before punctuation
+    tokenizer.clean_up_tokenization_spaces = False
     net = AutoModelForCausalLM.from_pretrained(source, **kwargs)
     net.eval()
     if tokenizer.pad_token_id is None:
