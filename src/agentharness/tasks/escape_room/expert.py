@@ -15,10 +15,12 @@ of the calls.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, ToolCall, assistant
 from agentharness.core.parsing import answered_calls
-from agentharness.tasks.escape_room.problem import Hidden
+from agentharness.tasks.escape_room.problem import Fixture, Hidden, Item
 from agentharness.tasks.escape_room.simulator import EscapeRoom, SimError, plan_next
 
 
@@ -60,14 +62,14 @@ def narrate(sim: EscapeRoom, tool: str, args: dict[str, str]) -> str:
         return f"I go {args['direction']} to the {room}."
     if tool == "take":
         item = args["item"]
-        where = sim.location[_item_id(sim, item)]
+        where = sim.location[_named(sim.items, item)]
         if where[0] == "in":
             return f"The {sim.fixtures[where[1]].name} holds a {item}; I take it."
         return f"There is a {item} here; I take it."
     if tool == "read":
         return f"Something is written on the {args['item']}; I read it."
     if tool == "inspect":
-        fixture = next(f for f, spec in sim.fixtures.items() if spec.name == args["target"])
+        fixture = _named(sim.fixtures, args["target"])
         if sim.fixtures[fixture].inscription:
             return f"Something is written on the {args['target']}; I inspect it."
         if ("hidden", fixture) in sim.location.values():
@@ -83,5 +85,6 @@ def narrate(sim: EscapeRoom, tool: str, args: dict[str, str]) -> str:
     return "I look around."
 
 
-def _item_id(sim: EscapeRoom, name: str) -> str:
-    return next(i for i, spec in sim.items.items() if spec.name == name)
+def _named(objects: Mapping[str, Item | Fixture], name: str) -> str:
+    """The id of the item or fixture the plan called by ``name`` (names are unique in a world)."""
+    return next(obj_id for obj_id, spec in objects.items() if spec.name == name)
