@@ -1,6 +1,6 @@
 """A GRPO step end to end, per task: real ``bootcamp train grpo`` runs, one after another.
 
-Each run trains ``--steps`` steps of one group of 8 episodes (≤ 4 turns × 160 tokens,
+Each run trains ``--steps`` steps of one group of 8 episodes (≤ 4 turns × ``--tokens`` tokens (160 unless told),
 temperature 1, ``--dtype`` for sampling and training (default auto: bfloat16 where this
 machine multiplies it fast, else float32), the training pass forced on every group with
 ``--train-flat-groups``) on fresh instances of one task (``--difficulty``, default easy),
@@ -40,7 +40,7 @@ def run(task: str, drafts: int, args: argparse.Namespace, out: Path) -> list[dic
         sys.executable, "-m", "agentharness.cli", "train", "grpo",
         "--tasks", task, "--difficulty", args.difficulty, "--n-instances", str(args.steps),
         "--first-seed", "100001", "--max-steps", str(args.steps), "--num-generations", "8",
-        "--max-turns", "4", "--max-new-tokens", "160", "--max-completion-length", "4096",
+        "--max-turns", "4", "--max-new-tokens", str(args.tokens), "--max-completion-length", "4096",
         "--rollout-dtype", args.dtype, "--train-dtype", args.dtype, "--train-flat-groups",
         "--draft-tokens", str(drafts),
         "--out", str(out), "--no-progress",
@@ -76,6 +76,7 @@ def main() -> None:
     parser.add_argument("--runs", default="robot_reach-v6:0,robot_reach-v6:3")
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--difficulty", default="easy")
+    parser.add_argument("--tokens", type=int, default=160, help="max new tokens a turn")
     parser.add_argument("--dtype", default="auto", help="auto, float32 or bfloat16")
     args = parser.parse_args()
     table = []
