@@ -1,13 +1,13 @@
 """A GRPO step end to end, per task: real ``bootcamp train grpo`` runs, one after another.
 
-Each run trains ``--steps`` steps of one group of 8 episodes (≤ 4 turns × ``--tokens`` tokens (160 unless told),
+Each run trains ``--steps`` steps of one group of 8 episodes on fresh instances of one task
+(``--difficulty``, default easy): ≤ 4 turns of up to ``--tokens`` tokens (default 160),
 temperature 1, ``--dtype`` for sampling and training (default auto: bfloat16 where this
 machine multiplies it fast, else float32), the training pass forced on every group with
-``--train-flat-groups``) on fresh instances of one task (``--difficulty``, default easy),
-and the script reads TRL's ``step_time`` and the rollout function's seconds from the log:
-the step, its rollouts and its training pass (the difference), with each group's mean
-reward (a group whose episodes all score alike is skipped in real training) and the run's
-``prompt_sharing`` counts. ``--runs`` lists ``task[:draft_tokens]`` entries, so a setting
+``--train-flat-groups``. The script reads TRL's ``step_time`` and the rollout function's
+seconds from the log: the step, its rollouts and its training pass (the difference), with
+each group's mean reward (a group whose episodes all score alike is skipped in real
+training) and the run's ``prompt_sharing`` counts. ``--runs`` lists ``task[:draft_tokens]`` entries, so a setting
 can be compared on the same task in the same script.
 
     python bench/grpo_step.py --model experiments/out/v18/models/sft/final \\

@@ -19,9 +19,9 @@ RESULTS=${RESULTS:-experiments/results}
 # the expert's own trajectories plus one turn of slack (harmony 4 turns at easy, thermal 4 at
 # every difficulty, escape_room 6-13 at easy); robot_reach-v6's expert takes 3-5 turns at
 # medium on 39 of the 40 held-out seeds (on one it retries for 14 turns and fails: 0.01), 3-6
-# at easy, so 8 leaves room for a retry. The token caps are above the
-# expert's longest turn (harmony 63, thermal 165 at medium, robot_reach 123, escape_room 67 with
-# its one-sentence reason; bench/prompt_tokens.py).
+# at easy, so 8 leaves room for a retry. The token caps are above the expert's longest turn
+# (harmony 63, thermal 165 at medium, robot_reach 123, escape_room 67 with its one-sentence
+# reason; bench/prompt_tokens.py).
 # thermal plays medium (3-4 heaters, 4-5 monitors: a least-squares or minimax solve, not easy's
 # square one): at easy v24's SFT solved all 20 held-out instances and left GRPO nothing to win.
 # robot_reach plays medium too (4 obstacles 12 cm off the path, self-collision, 3 cm tolerance;
