@@ -7,8 +7,8 @@ machine multiplies it fast, else float32), the training pass forced on every gro
 ``--train-flat-groups``. The script reads TRL's ``step_time`` and the rollout function's
 seconds from the log: the step, its rollouts and its training pass (the difference), with
 each group's mean reward (a group whose episodes all score alike is skipped in real
-training) and the run's ``prompt_sharing`` counts. ``--runs`` lists ``task[:draft_tokens]`` entries, so a setting
-can be compared on the same task in the same script.
+training) and the run's ``prompt_sharing`` counts. ``--runs`` lists ``task[:draft_tokens]``
+entries, so a setting can be compared on the same task in the same script.
 
     python bench/grpo_step.py --model experiments/out/v18/models/sft/final \\
         --runs robot_reach-v6:0,robot_reach-v6:3,harmony-v5,thermal-v5,escape_room-v1
