@@ -31,9 +31,12 @@ import copy
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentharness.train import TrainInputError
+
+if TYPE_CHECKING:
+    from agentharness.train.llama_forward import BlockCache, LlamaForward
 
 ATTENTION = "agentharness_slots"
 # Feeds of at most this many tokens a row (a decoding step, a draft to verify) attend by
@@ -42,6 +45,14 @@ FEW_QUERIES = 16
 # Forward passes run under torch.inference_mode (False: under no_grad; bench/rollout_overheads.py
 # times the two against each other).
 INFERENCE_MODE = True
+# Llama-family models decode through agentharness.train.llama_forward (fused products, no
+# module dispatch, a bfloat16 cache whose shared prefix and per-row tails are dense
+# blocks) instead of their own forward (False: always their own forward;
+# bench/decode_forward.py times the two against each other).
+LLAMA_FORWARD = True
+# A Llama pass's per-row cache grows in steps of this many positions: its attention runs
+# over every allocated position (dense blocks), so the allocation is kept tight.
+GROW = 64
 _registered = False
 
 
@@ -237,6 +248,7 @@ class _Seq:
     length: int = 0
     family: int = -1  # the sequence it was forked from (-1: none)
     shared: int = 0  # how many first positions it shares with its family
+    offset: int = 0  # how many first positions the cache holds in its shared prefix
 
 
 class Decoder:
@@ -262,14 +274,20 @@ class Decoder:
         kv_heads = getattr(config, "num_key_value_heads", None) or heads
         param = next(model.parameters())
         self.device = param.device
-        self.cache = SlotCache(
-            config.num_hidden_layers,
-            kv_heads,
-            head_dim,
-            torch.float32,
-            param.device,
-            min(max(1, slots), 16),  # room for more is made as sequences open
-        )
+        self._llama: LlamaForward | None = None
+        if LLAMA_FORWARD:
+            from agentharness.train.llama_forward import LlamaForward
+
+            self._llama = LlamaForward.build(model)
+        shape = (config.num_hidden_layers, kv_heads, head_dim)
+        first_slots = min(max(1, slots), 16)  # room for more is made as sequences open
+        self.cache: SlotCache | BlockCache
+        if self._llama is not None:
+            from agentharness.train.llama_forward import BlockCache
+
+            self.cache = BlockCache(*shape, param.dtype, param.device, first_slots)
+        else:
+            self.cache = SlotCache(*shape, torch.float32, param.device, first_slots)
         self._torch = torch
         self._swap = AttentionSwap(model)
         self.seqs: dict[int, _Seq] = {}
@@ -281,7 +299,18 @@ class Decoder:
 
     # -- sequences -----------------------------------------------------------------------
     def open(self) -> int:
-        """A new, empty sequence."""
+        """A new, empty sequence (open every sequence before forking one, see :meth:`fork`)."""
+        if self._prefix_len():
+            raise ValueError(
+                "a decoder whose sequences were forked from a shared prefix opens no new "
+                "sequence: open them all before forking, or use another Decoder"
+            )
+        return self._open()
+
+    def _prefix_len(self) -> int:
+        return getattr(self.cache, "prefix_len", 0)
+
+    def _open(self) -> int:
         slot = len(self._by_slot)
         self.cache.reserve(slot + 1, self.cache.capacity)
         sid = self._next_id
@@ -291,16 +320,27 @@ class Decoder:
         return sid
 
     def fork(self, sid: int, n: int) -> list[int]:
-        """``n - 1`` copies of sequence ``sid`` (its cache copied): ``[sid, copies...]``."""
+        """``n - 1`` copies of sequence ``sid``: ``[sid, copies...]``.
+
+        With the Llama pass, forking the only open sequence makes its positions the
+        cache's shared prefix, stored once; otherwise each copy gets a copy of its cache.
+        """
+        src = self.seqs[sid]
+        if (
+            isinstance(self.cache, _block_cache())
+            and not self._prefix_len()
+            and len(self.seqs) == 1
+        ):
+            self.cache.make_prefix(src.slot, src.length)
+            src.offset = src.length
         out = [sid]
         for _ in range(n - 1):
-            new = self.open()
-            src = self.seqs[sid]
-            self.cache.copy_slot(src.slot, self.seqs[new].slot, src.length)
-            self.seqs[new].length = src.length
-            self.seqs[new].family, self.seqs[new].shared = sid, src.length
+            new = self._open()
+            copy = self.seqs[new]
+            self.cache.copy_slot(src.slot, copy.slot, src.length - src.offset)
+            copy.length, copy.offset = src.length, src.offset
+            copy.family, copy.shared = sid, src.length
             out.append(new)
-        src = self.seqs[sid]
         src.family, src.shared = sid, src.length
         return out
 
@@ -314,7 +354,10 @@ class Decoder:
                 f"cannot copy {length} positions from a sequence of {source.length} "
                 f"into one of {target.length}"
             )
-        self.cache.copy_slot(source.slot, target.slot, length, start=target.length)
+        if source.offset != target.offset:
+            raise ValueError("cannot copy between sequences with different shared prefixes")
+        off = source.offset
+        self.cache.copy_slot(source.slot, target.slot, length - off, start=target.length - off)
         target.length = length
 
     def close(self, sid: int) -> None:
@@ -323,10 +366,13 @@ class Decoder:
         last = len(self._by_slot) - 1
         if seq.slot != last:
             moved = self._by_slot[last]
-            self.cache.copy_slot(last, seq.slot, self.seqs[moved].length)
-            self.seqs[moved].slot = seq.slot
+            kept = self.seqs[moved]
+            self.cache.copy_slot(last, seq.slot, kept.length - kept.offset)
+            kept.slot = seq.slot
             self._by_slot[seq.slot] = moved
         self._by_slot.pop()
+        if isinstance(self.cache, _block_cache()):
+            self.cache.shrink(max((q.length - q.offset for q in self.seqs.values()), default=0))
 
     def length(self, sid: int) -> int:
         return self.seqs[sid].length
@@ -334,8 +380,11 @@ class Decoder:
     def crop(self, sid: int, length: int) -> None:
         """Forget the tokens of ``sid`` after the first ``length``."""
         seq = self.seqs[sid]
-        if not 0 <= length <= seq.length:
-            raise ValueError(f"cannot crop a sequence of {seq.length} tokens to {length}")
+        if not seq.offset <= length <= seq.length:
+            raise ValueError(
+                f"cannot crop a sequence of {seq.length} tokens to {length}"
+                + (f" (its first {seq.offset} are a shared prefix)" if seq.offset else "")
+            )
         seq.length = length
         seq.shared = min(seq.shared, length)
 
@@ -395,11 +444,57 @@ class Decoder:
             ids_rows.append(new + [0] * (width - len(new)))
             pos_rows.append(list(range(start, start + width)))
             starts.append(start)
-        kv_len = max(starts) + width
-        cache = self.cache
-        cache.reserve(cache.slots, kv_len)
         dev = self.device
         positions = torch.tensor(pos_rows, device=dev)
+        input_ids = torch.tensor(ids_rows, device=dev)
+        keep = width if every_position else 1
+        if self._llama is not None:
+            logits = self._llama_pass(lo, hi, input_ids, positions, max(starts) + width, keep)
+        else:
+            logits = self._model_pass(lo, hi, input_ids, positions, max(starts) + width, keep)
+        self.forward_passes += 1
+        stat = self.stats["decode" if width == 1 or every_position else "read"]
+        stat[0] += 1
+        stat[1] += sum(len(ids) for ids in feeds.values())
+        stat[2] += logits[1]
+        result = {}
+        for slot in range(lo, hi):
+            sid = self._by_slot[slot]
+            if sid in feeds:
+                fed = len(feeds[sid])
+                self.seqs[sid].length += fed
+                out = logits[0]
+                result[sid] = out[slot - lo, :fed] if every_position else out[slot - lo, -1]
+        return result
+
+    def _llama_pass(
+        self, lo: int, hi: int, input_ids: Any, positions: Any, kv_len: int, keep: int
+    ) -> tuple[Any, float]:
+        """The pass through :class:`LlamaForward`: float32 logits and the seconds it took."""
+        torch = self._torch
+        assert self._llama is not None and not isinstance(self.cache, SlotCache)
+        offsets = {self.seqs[self._by_slot[slot]].offset for slot in range(lo, hi)}
+        if len(offsets) != 1:  # open() after a fork is refused, so never expected
+            raise RuntimeError("rows of one pass hold different shared prefixes")
+        offset = offsets.pop()
+        cache = self.cache
+        cache.reserve(cache.slots, kv_len - offset)
+        cache.begin(lo, hi, positions - offset, positions, kv_len - offset)
+        t0 = time.perf_counter()
+        with torch.inference_mode() if INFERENCE_MODE else torch.no_grad():
+            logits = self._llama(input_ids, positions, cache, keep).float()
+        return logits, time.perf_counter() - t0
+
+    def _model_pass(
+        self, lo: int, hi: int, input_ids: Any, positions: Any, kv_len: int, keep: int
+    ) -> tuple[Any, float]:
+        """The pass through the model's own forward with :func:`_slot_attention`."""
+        torch = self._torch
+        dev = self.device
+        width = positions.shape[1]
+        cache = self.cache
+        assert isinstance(cache, SlotCache)
+        cache.reserve(cache.slots, kv_len)
         cache.rows = slice(lo, hi)
         cache.kv_len = kv_len
         cache.write_rows = torch.arange(lo, hi, device=dev)[:, None].expand(-1, width)
@@ -416,30 +511,23 @@ class Decoder:
         try:
             with torch.inference_mode() if INFERENCE_MODE else torch.no_grad(), self._swap:
                 out = self.model(
-                    input_ids=torch.tensor(ids_rows, device=dev),
+                    input_ids=input_ids,
                     attention_mask=mask,
                     position_ids=positions,
                     past_key_values=cache,
                     use_cache=True,
-                    logits_to_keep=width if every_position else 1,
+                    logits_to_keep=keep,
                 )
         finally:
             _shared.length = 0
             _shared.biases = None
-        self.forward_passes += 1
-        logits = out.logits.float()
-        stat = self.stats["decode" if width == 1 or every_position else "read"]
-        stat[0] += 1
-        stat[1] += sum(len(ids) for ids in feeds.values())
-        stat[2] += time.perf_counter() - t0
-        result = {}
-        for slot in range(lo, hi):
-            sid = self._by_slot[slot]
-            if sid in feeds:
-                fed = len(feeds[sid])
-                self.seqs[sid].length += fed
-                result[sid] = logits[slot - lo, :fed] if every_position else logits[slot - lo, -1]
-        return result
+        return out.logits.float(), time.perf_counter() - t0
+
+
+def _block_cache() -> type[BlockCache]:
+    from agentharness.train.llama_forward import BlockCache
+
+    return BlockCache
 
 
 def sampler(model: Any, dtype: str = "float32", reuse: Any = None) -> Any:

@@ -1,0 +1,72 @@
+"""The decoder's Llama pass against the model's own forward, on whole GRPO groups, A/B in one process.
+
+The same group (same instance, same sampling seed) is played with
+``decode.LLAMA_FORWARD`` on (``agentharness.train.llama_forward``: fused q/k/v and
+gate/up products, no module dispatch) and off (transformers' forward with the decoder's
+attention), alternating the order each round. Per round: the group's wall time, the
+milliseconds per decoding pass and the seconds in reading passes, and whether both
+sampled the same tokens (they should: the arithmetic is the same up to the products'
+summation order).
+
+    python bench/decode_forward.py --model experiments/out/v27/models/sft/final \\
+        --task thermal-v5 --difficulty medium --max-new-tokens 192 --draft-tokens 3 --rounds 3
+
+``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from group_setup import group_parser, group_roller
+
+from agentharness.train import decode
+
+MODES = {"llama forward": True, "model forward": False}
+
+
+def main() -> None:
+    parser = group_parser(max_turns=4)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    _, _, roller, instance = group_roller(args)
+    roller.play_group(instance, args.group, seed=0)  # warm-up, untimed
+    walls: dict[str, list[float]] = {m: [] for m in MODES}
+    pass_ms: dict[str, list[float]] = {m: [] for m in MODES}
+    tokens: dict[str, list[list[int]]] = {}
+    print(
+        f"{instance.task} ({args.difficulty}) seed {args.seed}, group {args.group}, "
+        f"{args.threads} thread(s), drafts {args.draft_tokens}"
+    )
+    for r in range(args.rounds):
+        order = list(MODES) if r % 2 == 0 else list(reversed(MODES))
+        for mode in order:
+            decode.LLAMA_FORWARD = MODES[mode]
+            started = time.perf_counter()
+            rollouts = roller.play_group(instance, args.group, seed=0)
+            wall = time.perf_counter() - started
+            passes, _, seconds = roller.stats["decode"]
+            reads, read_tokens, read_s = roller.stats["read"]
+            walls[mode].append(wall)
+            pass_ms[mode].append(1000 * seconds / max(1, passes))
+            tokens[mode] = [r.completion_ids for r in rollouts]
+            sampled = sum(sum(x.env_mask) for x in rollouts)
+            print(
+                f"round {r} {mode:>13}: {wall:6.1f} s, {int(passes)} decoding passes "
+                f"{1000 * seconds / max(1, passes):6.1f} ms each, {int(reads)} reads "
+                f"({int(read_tokens)} tokens) {read_s:5.1f} s, {sampled} sampled tokens"
+            )
+    base = statistics.median(walls["model forward"])
+    for mode in MODES:
+        wall = statistics.median(walls[mode])
+        print(
+            f"{mode:>13}: {wall:.1f} s a group (median of {args.rounds}), "
+            f"{statistics.median(pass_ms[mode]):.1f} ms a decoding pass, {base / wall:.2f}x"
+        )
+    same = tokens["llama forward"] == tokens["model forward"]
+    print(f"same tokens sampled both ways (last round): {same}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,316 @@
+"""A decoding pass of a Llama-architecture model written out in a few tensor operations.
+
+:class:`~agentharness.train.decode.Decoder` feeds a model a handful of tokens per row per
+pass. Through transformers' modules such a pass is ~1,000 small operations plus the
+modules' Python dispatch, and the weights' products are many thin ones (q, k and v, gate
+and up apart). :class:`LlamaForward` computes the same pass over the same weights with
+q/k/v and gate/up each fused into one product, calling the decoder's own attention
+(:func:`~agentharness.train.decode._slot_attention`) on its slot cache: the logits are
+those of the model's own forward (tests compare them), in fewer, larger products
+(``bench/RESULTS.md`` measures a decoding step both ways).
+
+Only plain Llama-family models qualify (:func:`LlamaForward.build` returns None for
+anything else, and the decoder then runs the model's own forward): no attention or MLP
+biases, SiLU gates, rotary embeddings whose frequencies do not depend on the sequence
+length. SmolLM2 is one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Rotary types whose inverse frequencies are fixed at load time (``dynamic`` and
+# ``longrope`` change them with the sequence length, which this pass does not follow).
+_STATIC_ROPE = ("default", "linear", "llama3")
+
+
+class LlamaForward:
+    """``forward(input_ids, attention_mask, position_ids, cache, keep)`` -> logits of the
+    last ``keep`` positions, for a Llama model whose weights are read at construction.
+
+    The fused q/k/v and gate/up weights are copies made when the object is built: build
+    one per set of weights (the decoder does, per group), not once for a model that trains.
+    """
+
+    def __init__(self, model: Any) -> None:
+        import torch
+
+        inner = model.model
+        config = model.config
+        self.heads = config.num_attention_heads
+        self.kv_heads = config.num_key_value_heads
+        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
+        self.eps = config.rms_norm_eps
+        self.scaling = self.head_dim**-0.5
+        rotary = inner.rotary_emb
+        self.inv_freq = rotary.inv_freq.float()
+        self.rope_scale = float(getattr(rotary, "attention_scaling", 1.0))
+        self.embed = inner.embed_tokens.weight
+        self.dtype = self.embed.dtype
+        self.final_norm = inner.norm.weight
+        self.head = model.lm_head.weight
+        self.layers = []
+        with torch.no_grad():
+            for layer in inner.layers:
+                attn, mlp = layer.self_attn, layer.mlp
+                self.layers.append(
+                    (
+                        layer.input_layernorm.weight,
+                        torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]),
+                        attn.o_proj.weight,
+                        layer.post_attention_layernorm.weight,
+                        torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]),
+                        mlp.down_proj.weight,
+                    )
+                )
+
+    @classmethod
+    def build(cls, model: Any) -> LlamaForward | None:
+        """The pass for ``model``, or None when it is not a plain Llama-family model."""
+        config = getattr(model, "config", None)
+        inner = getattr(model, "model", None)
+        if config is None or inner is None or hasattr(model, "peft_config"):
+            return None
+        rope = getattr(config, "rope_parameters", None) or {}
+        if (
+            getattr(config, "model_type", None) != "llama"
+            or getattr(config, "attention_bias", False)
+            or getattr(config, "mlp_bias", False)
+            or getattr(config, "hidden_act", None) != "silu"
+            or getattr(config, "pretraining_tp", 1) != 1
+            or rope.get("rope_type", "default") not in _STATIC_ROPE
+            or getattr(model, "lm_head", None) is None
+            or not hasattr(getattr(inner, "rotary_emb", None), "inv_freq")
+        ):
+            return None
+        return cls(model)
+
+    def _norm(self, hidden: Any, weight: Any) -> Any:
+        # LlamaRMSNorm: the statistics in float32, the result back in the model's dtype
+        import torch
+
+        x = hidden.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return weight * x.to(self.dtype)
+
+    def __call__(self, input_ids: Any, position_ids: Any, cache: BlockCache, keep: int) -> Any:
+        """Logits after the last ``keep`` fed tokens of each row; ``cache`` is set up for
+        this pass (:meth:`BlockCache.begin`) and gets the pass's keys and values."""
+        import torch
+        import torch.nn.functional as F
+
+        batch, width = input_ids.shape
+        heads, kv_heads, dim = self.heads, self.kv_heads, self.head_dim
+        q_size, kv_size = heads * dim, kv_heads * dim
+        hidden = F.embedding(input_ids, self.embed)
+        # cos/sin as LlamaRotaryEmbedding makes them: float32 angles, cast to the model's dtype
+        angles = position_ids[..., None].float() * self.inv_freq
+        angles = torch.cat((angles, angles), dim=-1)
+        cos = (angles.cos() * self.rope_scale).to(self.dtype)[:, None]
+        sin = (angles.sin() * self.rope_scale).to(self.dtype)[:, None]
+        half = dim // 2
+
+        def rotate(x: Any) -> Any:
+            return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+        for index, (norm_in, qkv_w, o_w, norm_post, gate_up_w, down_w) in enumerate(self.layers):
+            qkv = F.linear(self._norm(hidden, norm_in), qkv_w)
+            q = qkv[..., :q_size].view(batch, width, heads, dim).transpose(1, 2)
+            k = (
+                qkv[..., q_size : q_size + kv_size]
+                .view(batch, width, kv_heads, dim)
+                .transpose(1, 2)
+            )
+            v = qkv[..., q_size + kv_size :].view(batch, width, kv_heads, dim).transpose(1, 2)
+            out = cache.attend(index, rotate(q), rotate(k), v, self.scaling)
+            hidden = hidden + F.linear(out.reshape(batch, width, q_size), o_w)
+            gate, up = F.linear(self._norm(hidden, norm_post), gate_up_w).chunk(2, dim=-1)
+            hidden = hidden + F.linear(F.silu(gate) * up, down_w)
+        return F.linear(self._norm(hidden[:, -keep:], self.final_norm), self.head)
+
+
+class BlockCache:
+    """The Llama pass's key/value cache: a shared prefix and each row's tail, each one dense block.
+
+    A group's episodes fork from one prompt (:meth:`Decoder.fork`): its keys and values
+    become the ``prefix`` (per layer ``(kv_heads, P, head_dim)``), stored once, and each
+    row keeps only what follows it in its ``tail`` slot (per layer ``(slots, kv_heads,
+    capacity, head_dim)``; a row's position ``p`` is at ``p - offset``). A decoding step
+    attends over the prefix with one product for every row's queries and over the slots
+    ``lo..hi-1`` of the tails as one contiguous block, every allocated position masked
+    past each row's own end. Contiguous blocks matter on a CPU: a bfloat16 batched product
+    over strided views of a bigger buffer is copied first (and so was slower than float32),
+    one over a contiguous block runs ~2x faster than float32's (bench/RESULTS.md). So the
+    cache is in the model's dtype, and the tails grow by :data:`~agentharness.train.decode.GROW`
+    positions at a time (an allocation that outgrows its rows is shrunk on :meth:`shrink`).
+    Scores are rounded to that dtype, then softmaxed in float32, as transformers' eager
+    attention does for a bfloat16 model.
+    """
+
+    def __init__(
+        self, layers: int, kv_heads: int, head_dim: int, dtype: Any, device: Any, slots: int
+    ) -> None:
+        self.layers, self.kv_heads, self.head_dim = layers, kv_heads, head_dim
+        self.dtype, self.device = dtype, device
+        self.slots = 0
+        self.capacity = 0
+        self.keys: list[Any] = []
+        self.values: list[Any] = []
+        self.prefix: list[tuple[Any, Any]] = []  # per layer; empty: no shared prefix
+        self.prefix_len = 0
+        # the current pass (set by begin)
+        self.rows = slice(0, 0)
+        self.write_rows: Any = None
+        self.write_index: Any = None
+        self.positions: Any = None
+        self.tail_len = 0
+        self._biases: dict[tuple[int, int], Any] = {}
+        self.reserve(slots, 1)
+
+    def _allocate(self, slots: int, capacity: int, keep: int) -> None:
+        """Buffers of ``slots`` x ``capacity``, the first ``keep`` positions of the old ones kept."""
+        import torch
+
+        shape = (slots, self.kv_heads, capacity, self.head_dim)
+        rows = min(slots, self.slots)
+        for store in (self.keys, self.values):
+            for i in range(self.layers):
+                fresh = torch.zeros(shape, dtype=self.dtype, device=self.device)
+                if i < len(store):
+                    fresh[:rows, :, :keep] = store[i][:rows, :, :keep]
+                    store[i] = fresh
+                else:
+                    store.append(fresh)
+        self.slots, self.capacity = slots, capacity
+
+    def reserve(self, slots: int, capacity: int) -> None:
+        """Room for ``slots`` rows (doubling) of ``capacity`` tail positions (in steps of GROW)."""
+        from agentharness.train.decode import GROW
+
+        if slots <= self.slots and capacity <= self.capacity:
+            return
+        new_slots = max(slots, 2 * self.slots) if slots > self.slots else self.slots
+        new_cap = max(self.capacity, -(-capacity // GROW) * GROW)
+        self._allocate(new_slots, new_cap, self.capacity)
+
+    def shrink(self, needed: int) -> None:
+        """Give back tail positions beyond ``needed`` (rounded up to GROW) once they are two
+        steps or more: every allocated position costs a decoding step's attention."""
+        from agentharness.train.decode import GROW
+
+        tight = max(GROW, -(-needed // GROW) * GROW)
+        if self.capacity >= tight + 2 * GROW:
+            self._allocate(self.slots, tight, min(needed, tight))
+
+    def make_prefix(self, slot: int, length: int) -> None:
+        """The first ``length`` positions of ``slot`` become the shared prefix; tails restart empty."""
+        self.prefix = [
+            (k[slot, :, :length].clone(), v[slot, :, :length].clone())
+            for k, v in zip(self.keys, self.values, strict=True)
+        ]
+        self.prefix_len = length
+        self.capacity = 0  # nothing to keep: every tail is empty now
+        self._allocate(self.slots, 0, 0)
+        self.reserve(self.slots, 1)
+
+    def copy_slot(self, src: int, dst: int, length: int, start: int = 0) -> None:
+        """Tail positions ``start..length-1`` of ``src`` into ``dst``."""
+        for store in (self.keys, self.values):
+            for buf in store:
+                buf[dst, :, start:length] = buf[src, :, start:length]
+
+    def begin(self, lo: int, hi: int, write_index: Any, positions: Any, tail_len: int) -> None:
+        """Set up a pass over slots ``lo..hi-1``: row ``r``'s new keys go to tail positions
+        ``write_index[r]``, its queries sit at absolute ``positions[r]``."""
+        import torch
+
+        self.rows = slice(lo, hi)
+        self.write_rows = torch.arange(lo, hi, device=self.device)[:, None].expand_as(write_index)
+        self.write_index = write_index
+        self.positions = positions
+        self.tail_len = tail_len
+        self._biases = {}
+
+    def attend(self, layer: int, query: Any, key: Any, value: Any, scale: float) -> Any:
+        """Store the pass's new ``key``/``value`` (B, kv_heads, q, D) and attend ``query``
+        (B, heads, q, D) over the prefix and each row's tail; returns (B, q, heads, D)."""
+        import torch
+        import torch.nn.functional as F
+
+        k_buf, v_buf = self.keys[layer], self.values[layer]
+        k_buf[self.write_rows, :, self.write_index] = key.transpose(1, 2).to(self.dtype)
+        v_buf[self.write_rows, :, self.write_index] = value.transpose(1, 2).to(self.dtype)
+        batch, heads, q_len, dim = query.shape
+        kv_heads, prefix = self.kv_heads, self.prefix_len
+        from agentharness.train.decode import FEW_QUERIES
+
+        if q_len > FEW_QUERIES:
+            # a read (a prompt, a tool reply): CPU flash attention over prefix + tails
+            keys = k_buf[self.rows, :, : self.tail_len]
+            values = v_buf[self.rows, :, : self.tail_len]
+            if prefix:
+                pk, pv = self.prefix[layer]
+                keys = torch.cat([pk.expand(batch, -1, -1, -1), keys], dim=2)
+                values = torch.cat([pv.expand(batch, -1, -1, -1), values], dim=2)
+            visible = torch.arange(prefix + self.tail_len, device=self.device)
+            mask = visible[None, None, None, :] <= self.positions[:, None, :, None]
+            out = F.scaled_dot_product_attention(
+                query.to(self.dtype),
+                keys,
+                values,
+                attn_mask=mask,
+                scale=scale,
+                enable_gqa=kv_heads != heads,
+            )
+            return out.to(query.dtype).transpose(1, 2).contiguous()
+        # A decoding step or a short speculative feed. Query heads sharing a key-value head
+        # are rows of one product (no copy of the keys per query head); the scale goes on
+        # the few queries and the mask is added inside the tails' product.
+        group = heads // kv_heads
+        rows = group * q_len
+        cap = k_buf.shape[2]
+        q = (query.to(self.dtype) * scale).reshape(batch, kv_heads, rows, dim)
+        tail_keys = k_buf[self.rows].view(batch * kv_heads, cap, dim)
+        tail = torch.baddbmm(
+            self._tail_bias(group, q_len, cap),
+            q.view(batch * kv_heads, rows, dim),
+            tail_keys.transpose(1, 2),
+        ).view(batch, kv_heads, rows, cap)
+        if prefix:
+            pk, pv = self.prefix[layer]
+            shared_q = q.permute(1, 0, 2, 3).reshape(kv_heads, batch * rows, dim)
+            head = torch.bmm(shared_q, pk.transpose(1, 2))
+            head = head.view(kv_heads, batch, rows, prefix).permute(1, 0, 2, 3)
+            scores = torch.cat([head, tail], dim=-1)
+        else:
+            scores = tail
+        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(self.dtype)
+        tail_probs = probs[..., prefix:].reshape(batch * kv_heads, rows, cap)
+        out = torch.bmm(tail_probs, v_buf[self.rows].view(batch * kv_heads, cap, dim))
+        out = out.view(batch, kv_heads, rows, dim)
+        if prefix:
+            head_probs = (
+                probs[..., :prefix].permute(1, 0, 2, 3).reshape(kv_heads, batch * rows, prefix)
+            )
+            shared = torch.bmm(head_probs, pv).view(kv_heads, batch, rows, dim)
+            out = out + shared.permute(1, 0, 2, 3)
+        out = out.reshape(batch, heads, q_len, dim)
+        return out.to(query.dtype).transpose(1, 2).contiguous()
+
+    def _tail_bias(self, group: int, q_len: int, cap: int) -> Any:
+        """The additive mask (0 or -inf) over every allocated tail position, shaped like the
+        tails' scores ``(B*KV, G*q, cap)``; made on a pass's first layer, reused by the rest."""
+        import torch
+
+        key = (group, cap)
+        if key in self._biases:
+            return self._biases[key]
+        batch = self.positions.shape[0]
+        index = torch.arange(cap, device=self.device) + self.prefix_len
+        visible = index[None, None, :] <= self.positions[:, :, None]  # (B, q, cap)
+        bias = torch.zeros(visible.shape, dtype=self.dtype, device=self.device)
+        bias.masked_fill_(~visible, float("-inf"))
+        bias = bias[:, None, None].expand(batch, self.kv_heads, group, q_len, cap)
+        bias = bias.reshape(batch * self.kv_heads, group * q_len, cap)
+        self._biases[key] = bias
+        return bias
