@@ -5,8 +5,10 @@ The same group (same instance, same sampling seed) is played with
 gate/up products, no module dispatch) and off (transformers' forward with the decoder's
 attention), alternating the order each round. Per round: the group's wall time, the
 milliseconds per decoding pass and the seconds in reading passes, and whether both
-sampled the same tokens (they should: the arithmetic is the same up to the products'
-summation order).
+sampled the same tokens. With a float32 model they agree up to the products' summation
+order; with a bfloat16 sampling copy (``train grpo``'s default here) the Llama pass keeps
+its cache in bfloat16 where the model forward's is float32, so the sampled tokens part
+somewhere: the two groups are then different draws on the same instance.
 
     python bench/decode_forward.py --model experiments/out/v27/models/sft/final \\
         --task thermal-v5 --difficulty medium --max-new-tokens 192 --draft-tokens 3 --rounds 3

@@ -20,6 +20,14 @@ sampling, :mod:`agentharness.train.sampling`). The attention is grouped-query at
 the cache's own heads (no copy of the keys per query head), by matrix products for feeds
 of up to :data:`FEW_QUERIES` tokens and by ``scaled_dot_product_attention`` otherwise.
 
+A plain Llama checkpoint (the bundled SmolLM2 among them) runs through
+:class:`~agentharness.train.llama_forward.LlamaForward` instead of the model's own forward
+(:data:`LLAMA_FORWARD`): fused projections, and a
+:class:`~agentharness.train.llama_forward.BlockCache` in the model's dtype that keeps a
+forked group's prompt once and each row's tail densely (1.3x per group on CPU,
+``bench/decode_forward.py``). Any other model keeps its forward and a float32
+:class:`SlotCache`.
+
 ``sampler(model, dtype)`` gives the model to sample with: the model itself in float32, or
 a bfloat16 copy (about half the memory traffic per step; log-probabilities then differ
 from the float32 model's by bfloat16 rounding: ``bench/RESULTS.md`` measures by how much).
@@ -46,8 +54,8 @@ FEW_QUERIES = 16
 # times the two against each other).
 INFERENCE_MODE = True
 # Llama-family models decode through agentharness.train.llama_forward (fused products, no
-# module dispatch, a bfloat16 cache whose shared prefix and per-row tails are dense
-# blocks) instead of their own forward (False: always their own forward;
+# module dispatch, a cache in the model's dtype whose shared prefix and per-row tails
+# are dense blocks) instead of their own forward (False: always their own forward;
 # bench/decode_forward.py times the two against each other).
 LLAMA_FORWARD = True
 # A Llama pass's per-row cache grows in steps of this many positions: its attention runs
