@@ -4,10 +4,10 @@
 pass. Through transformers' modules such a pass is ~1,000 small operations plus the
 modules' Python dispatch, and the weights' products are many thin ones (q, k and v, gate
 and up apart). :class:`LlamaForward` computes the same pass over the same weights with
-q/k/v and gate/up each fused into one product, calling the decoder's own attention
-(:func:`~agentharness.train.decode._slot_attention`) on its slot cache: the logits are
-those of the model's own forward (tests compare them), in fewer, larger products
-(``bench/RESULTS.md`` measures a decoding step both ways).
+q/k/v and gate/up each fused into one product, attending over a :class:`BlockCache` (a
+forked group's prompt stored once, each row's tail as one dense block): in float32 the
+logits are those of the model's own forward (tests compare them), in fewer, larger
+products (``bench/decode_forward.py`` times a group both ways).
 
 Only plain Llama-family models qualify (:func:`LlamaForward.build` returns None for
 anything else, and the decoder then runs the model's own forward): no attention or MLP
@@ -25,8 +25,8 @@ _STATIC_ROPE = ("default", "linear", "llama3")
 
 
 class LlamaForward:
-    """``forward(input_ids, attention_mask, position_ids, cache, keep)`` -> logits of the
-    last ``keep`` positions, for a Llama model whose weights are read at construction.
+    """``pass_(input_ids, position_ids, cache, keep)`` -> logits of the last ``keep`` fed
+    positions of each row, for a Llama model whose weights are read at construction.
 
     The fused q/k/v and gate/up weights are copies made when the object is built: build
     one per set of weights (the decoder does, per group), not once for a model that trains.
