@@ -334,12 +334,9 @@ class Decoder:
         cache's shared prefix, stored once; otherwise each copy gets a copy of its cache.
         """
         src = self.seqs[sid]
-        if (
-            isinstance(self.cache, _block_cache())
-            and not self._prefix_len()
-            and len(self.seqs) == 1
-        ):
-            self.cache.make_prefix(src.slot, src.length)
+        cache = self.cache
+        if not isinstance(cache, SlotCache) and not cache.prefix_len and len(self.seqs) == 1:
+            cache.make_prefix(src.slot, src.length)
             src.offset = src.length
         out = [sid]
         for _ in range(n - 1):
@@ -379,7 +376,7 @@ class Decoder:
             kept.slot = seq.slot
             self._by_slot[seq.slot] = moved
         self._by_slot.pop()
-        if isinstance(self.cache, _block_cache()):
+        if not isinstance(self.cache, SlotCache):
             self.cache.shrink(max((q.length - q.offset for q in self.seqs.values()), default=0))
 
     def length(self, sid: int) -> int:
@@ -456,23 +453,21 @@ class Decoder:
         positions = torch.tensor(pos_rows, device=dev)
         input_ids = torch.tensor(ids_rows, device=dev)
         keep = width if every_position else 1
-        if self._llama is not None:
-            logits = self._llama_pass(lo, hi, input_ids, positions, max(starts) + width, keep)
-        else:
-            logits = self._model_pass(lo, hi, input_ids, positions, max(starts) + width, keep)
+        run = self._llama_pass if self._llama is not None else self._model_pass
+        logits, seconds = run(lo, hi, input_ids, positions, max(starts) + width, keep)
         self.forward_passes += 1
         stat = self.stats["decode" if width == 1 or every_position else "read"]
         stat[0] += 1
         stat[1] += sum(len(ids) for ids in feeds.values())
-        stat[2] += logits[1]
+        stat[2] += seconds
         result = {}
         for slot in range(lo, hi):
             sid = self._by_slot[slot]
             if sid in feeds:
                 fed = len(feeds[sid])
                 self.seqs[sid].length += fed
-                out = logits[0]
-                result[sid] = out[slot - lo, :fed] if every_position else out[slot - lo, -1]
+                row = logits[slot - lo]
+                result[sid] = row[:fed] if every_position else row[-1]
         return result
 
     def _llama_pass(
@@ -530,12 +525,6 @@ class Decoder:
             _shared.length = 0
             _shared.biases = None
         return out.logits.float(), time.perf_counter() - t0
-
-
-def _block_cache() -> type[BlockCache]:
-    from agentharness.train.llama_forward import BlockCache
-
-    return BlockCache
 
 
 def sampler(model: Any, dtype: str = "float32", reuse: Any = None) -> Any:
