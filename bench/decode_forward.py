@@ -8,7 +8,10 @@ milliseconds per decoding pass and the seconds in reading passes, and whether bo
 sampled the same tokens. With a float32 model they agree up to the products' summation
 order; with a bfloat16 sampling copy (``train grpo``'s default here) the Llama pass keeps
 its cache in bfloat16 where the model forward's is float32, so the sampled tokens part
-somewhere: the two groups are then different draws on the same instance.
+somewhere: the two groups are then different draws on the same instance. Each group's
+recorded sampling log-probabilities are also checked against the float32 model's forward
+pass over the same tokens (mean and largest absolute difference over the sampled tokens):
+how far off-policy the bfloat16 samples are for a trainer that rescores in float32.
 
     python bench/decode_forward.py --model experiments/out/v27/models/sft/final \\
         --task thermal-v5 --difficulty medium --max-new-tokens 192 --draft-tokens 3 --rounds 3
@@ -20,7 +23,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Any
 
+import torch
 from group_setup import group_parser, group_roller
 
 from agentharness.train import decode
@@ -32,11 +37,12 @@ def main() -> None:
     parser = group_parser(max_turns=4)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    _, _, roller, instance = group_roller(args)
+    net, _, roller, instance = group_roller(args)
     roller.play_group(instance, args.group, seed=0)  # warm-up, untimed
     walls: dict[str, list[float]] = {m: [] for m in MODES}
     pass_ms: dict[str, list[float]] = {m: [] for m in MODES}
     tokens: dict[str, list[list[int]]] = {}
+    gaps: dict[str, list[tuple[float, float]]] = {m: [] for m in MODES}
     print(
         f"{instance.task} ({args.difficulty}) seed {args.seed}, group {args.group}, "
         f"{args.threads} thread(s), drafts {args.draft_tokens}"
@@ -54,20 +60,39 @@ def main() -> None:
             pass_ms[mode].append(1000 * seconds / max(1, passes))
             tokens[mode] = [r.completion_ids for r in rollouts]
             sampled = sum(sum(x.env_mask) for x in rollouts)
+            gaps[mode].append(logprob_gap(net, rollouts))
             print(
                 f"round {r} {mode:>13}: {wall:6.1f} s, {int(passes)} decoding passes "
                 f"{1000 * seconds / max(1, passes):6.1f} ms each, {int(reads)} reads "
-                f"({int(read_tokens)} tokens) {read_s:5.1f} s, {sampled} sampled tokens"
+                f"({int(read_tokens)} tokens) {read_s:5.1f} s, {sampled} sampled tokens, "
+                f"log-prob gap to float32 mean {gaps[mode][-1][0]:.5f} max {gaps[mode][-1][1]:.3f}"
             )
     base = statistics.median(walls["model forward"])
     for mode in MODES:
         wall = statistics.median(walls[mode])
         print(
             f"{mode:>13}: {wall:.1f} s a group (median of {args.rounds}), "
-            f"{statistics.median(pass_ms[mode]):.1f} ms a decoding pass, {base / wall:.2f}x"
+            f"{statistics.median(pass_ms[mode]):.1f} ms a decoding pass, {base / wall:.2f}x, "
+            f"log-prob gap to float32 mean {statistics.median(g[0] for g in gaps[mode]):.5f} "
+            f"(median of rounds), max {max(g[1] for g in gaps[mode]):.3f}"
         )
     same = tokens["llama forward"] == tokens["model forward"]
     print(f"same tokens sampled both ways (last round): {same}")
+
+
+def logprob_gap(model: Any, rollouts: list[Any]) -> tuple[float, float]:
+    """Mean and largest |recorded - float32 forward| log-probability over the sampled tokens."""
+    diffs = []
+    with torch.no_grad():
+        for r in rollouts:
+            ids = torch.tensor([r.prompt_ids + r.completion_ids])
+            logits = model(ids).logits[0, len(r.prompt_ids) - 1 : -1].float()
+            targets = torch.tensor(r.completion_ids)[:, None]
+            logps = torch.log_softmax(logits, -1).gather(1, targets)[:, 0]
+            sampled = torch.tensor(r.env_mask, dtype=torch.bool)
+            diffs.append((logps[sampled] - torch.tensor(r.logprobs)[sampled]).abs())
+    every = torch.cat(diffs)
+    return every.mean().item(), every.max().item()
 
 
 if __name__ == "__main__":
