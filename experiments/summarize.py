@@ -8,6 +8,9 @@ python experiments/summarize.py curriculum PROBE_RUN... -o INSTANCES.jsonl
 python experiments/summarize.py summary WORKDIR -o RESULTS_DIR
     RESULTS_DIR/summary.json (stage means, paired-bootstrap changes on the held-out set),
     RESULTS_DIR/table.md, the reward and loss curves as PNG, and the training summaries
+python experiments/summarize.py draws RESULTS_DIR... [--change grpo_vs_sft] [--target 0.05]
+    one change over runs of a recipe that differ only in a seed (draws): each draw's delta
+    and interval, whether it meets the target, and the mean and spread over draws
 
 The held-out runs are WORKDIR/runs/<stage>/<task> (one run per task: each task has its own
 turn budget). Changes come from :func:`agentharness.loop.compare.compare` over all tasks'
@@ -343,6 +346,72 @@ def curriculum(runs: list[Path], out: Path) -> None:
     )
 
 
+def draws(results: list[Path], change: str = "grpo_vs_sft", target: float = 0.05) -> dict[str, Any]:
+    """``change`` in each results directory's summary.json, one draw each, and over all.
+
+    A draw meets the target when its delta is at least ``target`` and its interval excludes
+    0. One run's bootstrap interval covers the held-out instances, not the run's own seed,
+    so a recipe's gain is read from several draws; ``same_base`` says whether they all
+    start from the same stage (the same ``a_mean``), without which they are not comparable.
+    """
+    rows: list[dict[str, Any]] = []
+    for d in results:
+        path = d / "summary.json"
+        if not path.is_file():
+            raise SystemExit(
+                f"{path} does not exist: give results directories written by `summary`"
+            )
+        entry = json.loads(path.read_text()).get("changes", {}).get(change) or {}
+        if entry.get("delta") is None:
+            raise SystemExit(
+                f"{path} has no {change!r} change (choose one of {[c[0] for c in CHANGES]})"
+            )
+        ci = entry.get("ci")
+        rows.append(
+            {
+                "run": d.name,
+                "a_mean": entry["a_mean"],
+                "delta": entry["delta"],
+                "ci": ci,
+                "met": entry["delta"] >= target and ci is not None and ci[0] > 0,
+            }
+        )
+    deltas = [r["delta"] for r in rows]
+    result = {
+        "change": change,
+        "target": target,
+        "draws": rows,
+        "mean": statistics.fmean(deltas),
+        "sd": statistics.stdev(deltas) if len(deltas) > 1 else None,
+        "min": min(deltas),
+        "max": max(deltas),
+        "met": sum(r["met"] for r in rows),
+        "same_base": len({round(r["a_mean"], 9) for r in rows}) == 1,
+    }
+    return result
+
+
+def draws_table(result: dict[str, Any]) -> str:
+    lines = [
+        f"| draw | {result['change']} | 95% CI | >= {result['target']:+.2f}, CI above 0 |",
+        "| --- | ---: | --- | --- |",
+    ]
+    for r in result["draws"]:
+        ci = "-" if r["ci"] is None else f"[{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]"
+        lines.append(
+            f"| {r['run']} | {r['delta']:+.3f} | {ci} | {'met' if r['met'] else 'not met'} |"
+        )
+    sd = "" if result["sd"] is None else f", sd {result['sd']:.3f}"
+    lines += [
+        "",
+        f"{len(result['draws'])} draws: mean {result['mean']:+.3f}{sd}, range "
+        f"[{result['min']:+.3f}, {result['max']:+.3f}]; target met in {result['met']} of "
+        f"{len(result['draws'])}"
+        + ("" if result["same_base"] else "; WARNING: the draws start from different stages"),
+    ]
+    return "\n".join(lines)
+
+
 def split(path: Path) -> None:
     by: dict[str, list[str]] = defaultdict(list)
     for line in path.read_text().splitlines():
@@ -366,9 +435,19 @@ def main() -> None:
     c.add_argument("-o", "--out", type=Path, required=True)
     sp = sub.add_parser("split")
     sp.add_argument("instances", type=Path)
+    dr = sub.add_parser("draws")
+    dr.add_argument("results", type=Path, nargs="+")
+    dr.add_argument("--change", default="grpo_vs_sft", choices=[c[0] for c in CHANGES])
+    dr.add_argument("--target", type=float, default=0.05)
+    dr.add_argument("-o", "--out", type=Path, help="also write the result as JSON here")
     args = p.parse_args()
     if args.cmd == "summary":
         summary(args.work, args.out)
+    elif args.cmd == "draws":
+        result = draws(args.results, args.change, args.target)
+        if args.out:
+            args.out.write_text(json.dumps(result, indent=2) + "\n")
+        print(draws_table(result))
     elif args.cmd == "curriculum":
         curriculum(args.runs, args.out)
     else:

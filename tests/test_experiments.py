@@ -8,12 +8,26 @@ multi-hour run does.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 from pathlib import Path
+from types import ModuleType
+
+import pytest
 
 from agentharness.core.registry import get_task
 
 SCRIPT = Path(__file__).parent.parent / "experiments" / "smollm2_sft_grpo.sh"
+
+
+def load_summarize() -> ModuleType:
+    """experiments/summarize.py, a script rather than a package module."""
+    spec = importlib.util.spec_from_file_location("summarize", SCRIPT.parent / "summarize.py")
+    assert spec and spec.loader
+    summarize = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summarize)
+    return summarize
 
 
 def default(name: str) -> str:
@@ -65,17 +79,13 @@ def test_every_flag_the_script_passes_exists() -> None:
 def test_group_rewards_splits_a_grpo_log_by_step_and_instance(tmp_path: Path) -> None:
     """The reward curve marks which task each GRPO group played (mixed-task runs)."""
     import asyncio
-    import importlib.util
 
     from agentharness import make
     from agentharness.agents.scripted import ExpertAgent
     from agentharness.rollout.runner import run_one
     from agentharness.store import EpisodeRecord, RunDir
 
-    spec = importlib.util.spec_from_file_location("summarize", SCRIPT.parent / "summarize.py")
-    assert spec and spec.loader
-    summarize = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(summarize)
+    summarize = load_summarize()
 
     run = RunDir(tmp_path / "rollouts")
     run.create({"command": "train grpo"})
@@ -99,12 +109,7 @@ def test_group_rewards_splits_a_grpo_log_by_step_and_instance(tmp_path: Path) ->
 
 def test_grpo_step_times_are_summarized_and_tabled() -> None:
     """summary.json says how many GRPO steps took under a minute; table.md gives each group's."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("summarize", SCRIPT.parent / "summarize.py")
-    assert spec and spec.loader
-    summarize = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(summarize)
+    summarize = load_summarize()
 
     times = summarize.step_time_summary([42.0, 75.5, 59.9])
     assert times == {
@@ -125,3 +130,39 @@ def test_grpo_step_times_are_summarized_and_tabled() -> None:
     rows = [line for line in summarize.table(result).splitlines() if line.startswith("| 1 |")]
     assert rows == ["| 1 | t-v1 | 7 | 1, 0 | 0.500 | 76 |"]
     assert "| 2 | t-v1 | 8 | all 1 | 1.000 | - |" in summarize.table(result)
+
+
+def test_draws_reads_one_change_over_runs_that_differ_in_a_seed(tmp_path: Path) -> None:
+    """A recipe's gain over GRPO seeds: each draw, whether it meets the target, the spread."""
+    summarize = load_summarize()
+
+    def run(name: str, delta: float, ci: list[float], base: float = 0.5) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        change = {"a_mean": base, "b_mean": base + delta, "delta": delta, "ci": ci}
+        (d / "summary.json").write_text(json.dumps({"changes": {"grpo_vs_sft": change}}))
+        return d
+
+    runs = [
+        run("s0", 0.15, [0.1, 0.2]),
+        run("s1", 0.03, [-0.01, 0.08]),
+        run("s2", 0.04, [0.01, 0.07]),
+    ]
+    result = summarize.draws(runs)
+    assert [r["met"] for r in result["draws"]] == [True, False, False]  # s2: CI > 0, delta < target
+    assert result["met"] == 1
+    assert result["mean"] == pytest.approx(0.22 / 3)
+    assert result["sd"] == pytest.approx(0.0665833, abs=1e-6)
+    assert (result["min"], result["max"], result["same_base"]) == (0.03, 0.15, True)
+    assert "target met in 1 of 3" in summarize.draws_table(result)
+
+    other = summarize.draws([runs[0], run("elsewhere", 0.1, [0.05, 0.15], base=0.4)])
+    assert not other["same_base"]
+    assert "different stages" in summarize.draws_table(other)
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "summary.json").write_text('{"changes": {}}')
+    with pytest.raises(SystemExit, match="no 'grpo_vs_sft' change"):
+        summarize.draws([tmp_path / "empty"])
+    with pytest.raises(SystemExit, match="does not exist"):
+        summarize.draws([tmp_path / "nowhere"])
