@@ -6,8 +6,10 @@ python experiments/summarize.py curriculum PROBE_RUN... -o INSTANCES.jsonl
     the probed instances whose sampled episodes scored differently (the groups GRPO can
     learn from), else those scored above zero at least once, else all of them
 python experiments/summarize.py summary WORKDIR -o RESULTS_DIR
-    RESULTS_DIR/summary.json (stage means, paired-bootstrap changes on the held-out set),
-    RESULTS_DIR/table.md, the reward and loss curves as PNG, and the training summaries
+    RESULTS_DIR/summary.json (stage means, paired-bootstrap changes on the held-out set,
+    each with the instances that went up or down, solved or lost, and those whose greedy
+    turns did not change at all), RESULTS_DIR/table.md, the reward and loss curves as PNG,
+    and the training summaries
 python experiments/summarize.py draws RESULTS_DIR... [--change grpo_vs_sft] [--target 0.05]
     one change over runs of a recipe that differ only in a seed (draws): each draw's delta
     and interval, whether it meets the target, and the mean and spread over draws
@@ -27,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from agentharness.loop.compare import CompareReport, compare
+from agentharness.loop.compare import CompareReport, TaskComparison, compare
 from agentharness.store.instances import read_instances
 from agentharness.store.reader import load_runs
 from agentharness.store.schema import EpisodeRecord
@@ -80,8 +82,40 @@ def stage_entry(records: list[EpisodeRecord]) -> dict[str, Any]:
     }
 
 
-def change_entry(report: CompareReport) -> dict[str, Any]:
+def moved(t: TaskComparison) -> dict[str, Any]:
+    """Paired instance counts of one comparison: how many went up or down, solved or lost."""
+    return {k: getattr(t, k) for k in ("wins", "losses", "solved_gained", "solved_lost")}
+
+
+def model_turns(r: EpisodeRecord) -> list[tuple[str, list[tuple[str, str]]]]:
+    """What the agent wrote in an episode: each turn's text and tool calls (no call ids)."""
+    return [
+        (m.text, [(c.function.name, c.function.arguments) for c in m.tool_calls or []])
+        for m in r.messages
+        if m.role == "assistant"
+    ]
+
+
+def unchanged(a: list[EpisodeRecord], b: list[EpisodeRecord]) -> dict[str, int]:
+    """Per task: instances whose one episode in each stage has the same turns. Under greedy
+    decoding, the later model behaves exactly as the earlier one there."""
+
+    def one_each(records: list[EpisodeRecord]) -> dict[tuple[str, str], EpisodeRecord]:
+        keyed: dict[tuple[str, str], list[EpisodeRecord]] = defaultdict(list)
+        for r in records:
+            keyed[(r.task, r.instance.instance_id)].append(r)
+        return {k: rs[0] for k, rs in keyed.items() if len(rs) == 1}
+
+    ea, eb = one_each(a), one_each(b)
+    out: dict[str, int] = defaultdict(int)
+    for key in sorted(set(ea) & set(eb)):
+        out[key[0]] += model_turns(ea[key]) == model_turns(eb[key])
+    return dict(out)
+
+
+def change_entry(report: CompareReport, same_turns: dict[str, int] | None = None) -> dict[str, Any]:
     overall = report.overall or report.tasks[0]
+    same_turns = same_turns or {}
     return {
         "a_mean": overall.reward.a,
         "b_mean": overall.reward.b,
@@ -91,11 +125,15 @@ def change_entry(report: CompareReport) -> dict[str, Any]:
         "instances": overall.common_instances,
         "verdict": overall.verdict,
         "success_delta": overall.success.delta,
+        **moved(overall),
+        "unchanged": sum(same_turns.values()),
         "tasks": {
             t.task: {
                 "delta": t.reward.delta,
                 "ci": list(t.reward.ci) if t.reward.ci else None,
                 "verdict": t.verdict,
+                **moved(t),
+                "unchanged": same_turns.get(t.task, 0),
             }
             for t in report.tasks
         },
@@ -215,7 +253,7 @@ def summary(work: Path, out: Path) -> dict[str, Any]:
         rb = [r for r in records[b] if r.instance.instance_id in common]
         if ra and rb:
             rep = compare(ra, rb, seed=0, n_boot=2000, run_a=a, run_b=b)
-            result["changes"][name] = change_entry(rep)
+            result["changes"][name] = change_entry(rep, unchanged(ra, rb))
     refs = sorted(
         p.name
         for p in (work / "runs").glob("*")
@@ -287,18 +325,21 @@ def table(result: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "| change | delta | 95% CI (paired bootstrap) | verdict |",
-        "| --- | ---: | --- | --- |",
+        "| change | delta | 95% CI (paired bootstrap) | verdict | instances up / down "
+        "(solved gained / lost) | unchanged turns |",
+        "| --- | ---: | --- | --- | --- | ---: |",
     ]
     for name, c in result["changes"].items():
         if c["delta"] is None:
-            lines.append(f"| {name} | not measured ({c['note']}) | | |")
+            lines.append(f"| {name} | not measured ({c['note']}) | | | | |")
             continue
-        ci = f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]" if c["ci"] else "-"
-        lines.append(f"| {name} (all tasks) | {c['delta']:+.3f} | {ci} | {c['verdict']} |")
-        for task, t in c["tasks"].items():
-            tci = f"[{t['ci'][0]:+.3f}, {t['ci'][1]:+.3f}]" if t["ci"] else "-"
-            lines.append(f"| {name}: {task} | {t['delta']:+.3f} | {tci} | {t['verdict']} |")
+        rows = [(f"{name} (all tasks)", c), *((f"{name}: {k}", t) for k, t in c["tasks"].items())]
+        for label, t in rows:
+            ci = f"[{t['ci'][0]:+.3f}, {t['ci'][1]:+.3f}]" if t["ci"] else "-"
+            lines.append(
+                f"| {label} | {t['delta']:+.3f} | {ci} | {t['verdict']} | {moved_text(t)} | "
+                f"{t.get('unchanged', '-')} |"
+            )
     if result.get("grpo_groups"):
         lines += [
             "",
@@ -318,6 +359,16 @@ def table(result: dict[str, Any]) -> str:
                 f"{statistics.fmean(rewards):.3f} | {'-' if seconds is None else f'{seconds:.0f}'} |"
             )
     return "\n".join(lines)
+
+
+def moved_text(entry: dict[str, Any]) -> str:
+    """``+15 / -1 (+14 / -0)``; ``-`` for summaries written before these counts existed."""
+    if entry.get("wins") is None:
+        return "-"
+    return (
+        f"+{entry['wins']} / -{entry['losses']} "
+        f"(+{entry['solved_gained']} / -{entry['solved_lost']})"
+    )
 
 
 def curriculum(runs: list[Path], out: Path) -> None:

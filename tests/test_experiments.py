@@ -166,3 +166,45 @@ def test_draws_reads_one_change_over_runs_that_differ_in_a_seed(tmp_path: Path) 
         summarize.draws([tmp_path / "empty"])
     with pytest.raises(SystemExit, match="does not exist"):
         summarize.draws([tmp_path / "nowhere"])
+
+
+def test_summary_counts_instances_that_moved_and_turns_that_did_not(tmp_path: Path) -> None:
+    import asyncio
+
+    from agentharness.agents import make_agent
+    from agentharness.rollout.runner import plan, run
+    from agentharness.store import RunDir
+    from agentharness.store.instances import write_instances
+
+    summarize = load_summarize()
+    work = tmp_path / "work"
+    for stage, agent in (("untuned", "noisy:0.5"), ("sft", "expert"), ("grpo", "expert")):
+        run_dir = RunDir(work / "runs" / stage / "guess")
+        run_dir.create({"command": "test"})
+        items = plan([get_task("guess")], n=8, k=1, seed=0, difficulty="medium")
+        asyncio.run(run(items, make_agent(agent), run_dir, concurrency=4))
+    experts = list(RunDir(work / "runs" / "sft" / "guess").episodes())
+    write_instances(work / "held_out.jsonl", [r.instance for r in experts])
+
+    result = summarize.summary(work, tmp_path / "results")
+    same = result["changes"]["grpo_vs_sft"]
+    assert (
+        same["delta"] == 0
+        and same["unchanged"] == 8
+        and same["tasks"]["guess-v1"]["unchanged"] == 8
+    )
+    assert (same["wins"], same["losses"], same["solved_gained"], same["solved_lost"]) == (
+        0,
+        0,
+        0,
+        0,
+    )
+    learned = result["changes"]["sft_vs_untuned"]
+    noisy = {
+        r.instance.instance_id: r for r in RunDir(work / "runs" / "untuned" / "guess").episodes()
+    }
+    missed = sum(not noisy[r.instance.instance_id].reward.success for r in experts)
+    assert missed > 0 and learned["solved_gained"] == missed and learned["solved_lost"] == 0
+    assert learned["unchanged"] < 8
+    table = (tmp_path / "results" / "table.md").read_text()
+    assert "| grpo_vs_sft (all tasks) | +0.000 |" in table and "+0 / -0 (+0 / -0) | 8 |" in table

@@ -101,7 +101,9 @@ def test_compare_pairs_the_same_instances(noisy: Path, tmp_path: Path) -> None:
     data = json.loads(invoke("compare", str(noisy), str(expert), "--json", "--seed", "1").stdout)
     (task,) = data["tasks"]
     assert task["paired"] and task["reward"]["delta"] > 0
-    assert "guess-v1" in invoke("compare", str(noisy), str(expert)).stdout
+    assert task["wins"] > 0 and task["solved_lost"] == 0
+    shown = invoke("compare", str(noisy), str(expert)).stdout
+    assert "guess-v1" in shown and f"+{task['wins']} / -{task['losses']}" in shown
 
 
 @pytest.mark.parametrize("command", ["mine", "filter", "synth", "compare"])

@@ -68,6 +68,35 @@ def test_compare_pairs_by_instance_and_is_seeded(runs: dict[str, list[EpisodeRec
     assert back.verdict == "worse" and abs(back.reward.delta + t.reward.delta) < 1e-12
 
 
+def test_paired_counts_say_which_instances_moved(runs: dict[str, list[EpisodeRecord]]) -> None:
+    def per_instance(records: list[EpisodeRecord]) -> dict[str, tuple[float, float]]:
+        out: dict[str, list[EpisodeRecord]] = {}
+        for r in records:
+            out.setdefault(r.instance.instance_id, []).append(r)
+        return {
+            k: (
+                float(np.mean([r.reward.total for r in rs])),
+                float(np.mean([r.reward.success for r in rs])),
+            )
+            for k, rs in out.items()
+        }
+
+    noisy, expert = per_instance(runs["noisy"]), per_instance(runs["expert"])
+    up = sum(expert[k][0] > noisy[k][0] for k in noisy)
+    down = sum(expert[k][0] < noisy[k][0] for k in noisy)
+    unsolved = sum(noisy[k][1] < 0.5 for k in noisy)
+    assert up > 0 and unsolved > 0  # the noisy agent misses some instances the expert solves
+    (t,) = compare(runs["noisy"], runs["expert"]).tasks
+    assert (t.wins, t.losses, t.solved_gained, t.solved_lost) == (up, down, unsolved, 0)
+    (back,) = compare(runs["expert"], runs["noisy"]).tasks
+    assert (back.wins, back.losses, back.solved_gained, back.solved_lost) == (down, up, 0, unsolved)
+    assert t.wins_text() == f"+{up} / -{down} (solved +{unsolved} / -0)"
+    (same,) = compare(runs["noisy"], runs["noisy"]).tasks
+    assert (same.wins, same.losses, same.solved_gained, same.solved_lost) == (0, 0, 0, 0)
+    (unpaired,) = compare(runs["noisy"], runs["other_seeds"]).tasks
+    assert unpaired.wins is None and unpaired.wins_text() == "-"
+
+
 def test_different_instances_are_compared_unpaired(runs: dict[str, list[EpisodeRecord]]) -> None:
     (t,) = compare(runs["noisy"], runs["other_seeds"]).tasks
     assert not t.paired and t.common_instances == 0 and t.reward.ci is not None

@@ -253,6 +253,7 @@ def compare_cmd(
         "reward A -> B",
         f"Δ reward [{confidence:.0%} CI]",
         "success A -> B",
+        "instances B won / lost",
         "verdict",
         title=f"B = {run_b} vs A = {run_a}",
     )
@@ -265,6 +266,7 @@ def compare_cmd(
             f"{t.reward.a:.3f} -> {t.reward.b:.3f}",
             f"{t.reward.delta:+.3f}{ci_text}",
             f"{t.success.a:.0%} -> {t.success.b:.0%}",
+            t.wins_text(),
             t.verdict,
         )
     console.print(table)

@@ -24,6 +24,9 @@ from agentharness.loop.checks import LoopInputError
 from agentharness.store.schema import EpisodeRecord
 
 OVERALL = "overall"
+# An instance counts as solved when at least half its samples are successes.
+SOLVED_RATE = 0.5
+TIE = 1e-9
 
 
 class Delta(BaseModel):
@@ -46,6 +49,22 @@ class TaskComparison(BaseModel):
     reward: Delta
     success: Delta
     verdict: str = Field(description="better | worse | no clear change | too few instances")
+    # Where a mean delta comes from: a few instances won big, or many won a little, and
+    # whether B also lost instances A had. Paired comparisons only (None otherwise).
+    wins: int | None = Field(None, description="instances whose mean reward is higher in B")
+    losses: int | None = Field(None, description="instances whose mean reward is lower in B")
+    solved_gained: int | None = Field(
+        None, description="instances solved (success rate >= 0.5) in B but not in A"
+    )
+    solved_lost: int | None = Field(
+        None, description="instances solved (success rate >= 0.5) in A but not in B"
+    )
+
+    def wins_text(self) -> str:
+        """``+15 / -1 (solved +14 / -0)``, or ``-`` when unpaired."""
+        if self.wins is None or self.losses is None:
+            return "-"
+        return f"+{self.wins} / -{self.losses} (solved +{self.solved_gained} / -{self.solved_lost})"
 
 
 class CompareReport(BaseModel):
@@ -73,6 +92,7 @@ class CompareReport(BaseModel):
                 f"{t.task}: reward {t.reward.a:.3f} -> {t.reward.b:.3f} ({t.reward.delta:+.3f} "
                 f"{ci_text}), success {t.success.a:.0%} -> {t.success.b:.0%}; "
                 f"{how}, {t.instances_a}/{t.instances_b} instances: {t.verdict}"
+                + (f"; instances B won / lost: {t.wins_text()}" if t.paired else "")
             )
         for name, only in (("A", self.only_in_a), ("B", self.only_in_b)):
             if only:
@@ -161,6 +181,18 @@ def _compare_group(
         verdict = "worse"
     else:
         verdict = "no clear change"
+    counts: dict[str, int] = {}
+    if paired:
+        # differences within TIE are ties: means of the same samples differ only by rounding
+        moved = [ib[k][0] - ia[k][0] for k in common]
+        solved_a = {k for k in common if ia[k][1] >= SOLVED_RATE}
+        solved_b = {k for k in common if ib[k][1] >= SOLVED_RATE}
+        counts = {
+            "wins": sum(d > TIE for d in moved),
+            "losses": sum(d < -TIE for d in moved),
+            "solved_gained": len(solved_b - solved_a),
+            "solved_lost": len(solved_a - solved_b),
+        }
     return TaskComparison(
         task=name,
         paired=paired,
@@ -172,6 +204,7 @@ def _compare_group(
         reward=deltas[0],
         success=deltas[1],
         verdict=verdict,
+        **counts,
     )
 
 

@@ -387,12 +387,12 @@ def _compare_table(report: CompareReport) -> str:
                 f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "",
                 t.success.a,
                 t.success.b,
+                t.wins_text(),
                 t.verdict,
             ]
         )
-    return _table(
-        ["task", "reward A", "reward B", "delta", "CI", "success A", "success B", "verdict"], rows
-    )
+    header = ["task", "reward A", "reward B", "delta", "CI", "success A", "success B"]
+    return _table([*header, "instances B won / lost", "verdict"], rows)
 
 
 # -- page -----------------------------------------------------------------------------
