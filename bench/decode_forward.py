@@ -14,7 +14,7 @@ pass over the same tokens (mean and largest absolute difference over the sampled
 how far off-policy the bfloat16 samples are for a trainer that rescores in float32.
 
     python bench/decode_forward.py --model experiments/out/v27/models/sft/final \\
-        --task thermal-v5 --difficulty medium --max-new-tokens 192 --draft-tokens 3 --rounds 3
+        --task thermal --difficulty medium --max-new-tokens 192 --draft-tokens 3 --rounds 3
 
 ``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
 """

@@ -8,7 +8,7 @@ lengths: besides wall time per group the table gives seconds per sampled token a
 forward passes per sampled token, which do not depend on how long the episodes ran.
 
     python bench/draft_tokens.py --model experiments/out/v18/models/sft/final \\
-        --task robot_reach-v6 --seed 100001 --drafts 0,3 --rounds 3 --groups 2
+        --task robot_reach --seed 100001 --drafts 0,3 --rounds 3 --groups 2
 
 ``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
 """

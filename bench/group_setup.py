@@ -22,7 +22,7 @@ def group_parser(max_turns: int) -> argparse.ArgumentParser:
     """The arguments every group bench takes (a script adds its own)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default=None, help="default: the bundled SmolLM2-135M")
-    parser.add_argument("--task", default="robot_reach-v6")
+    parser.add_argument("--task", default="robot_reach")
     parser.add_argument("--seed", type=int, default=100001, help="the instance's seed")
     parser.add_argument("--difficulty", default="easy")
     parser.add_argument("--group", type=int, default=8)

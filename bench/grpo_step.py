@@ -11,7 +11,7 @@ training) and the run's ``prompt_sharing`` counts. ``--runs`` lists ``task[:draf
 entries, so a setting can be compared on the same task in the same script.
 
     python bench/grpo_step.py --model experiments/out/v18/models/sft/final \\
-        --runs robot_reach-v6:0,robot_reach-v6:3,harmony-v5,thermal-v5,escape_room-v1
+        --runs robot_reach:0,robot_reach:3,harmony,thermal,escape_room
 
 ``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
 """
@@ -73,7 +73,7 @@ def run(task: str, drafts: int, args: argparse.Namespace, out: Path) -> list[dic
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default=None, help="default: the bundled SmolLM2-135M")
-    parser.add_argument("--runs", default="robot_reach-v6:0,robot_reach-v6:3")
+    parser.add_argument("--runs", default="robot_reach:0,robot_reach:3")
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--difficulty", default="easy")
     parser.add_argument("--tokens", type=int, default=160, help="max new tokens a turn")

@@ -10,7 +10,7 @@
    the same, only autograd's bookkeeping differs).
 
     python bench/rollout_overheads.py --model experiments/out/v16/models/sft/final \\
-        --task robot_reach-v6 --seed 100001 --rounds 3
+        --task robot_reach --seed 100001 --rounds 3
 
 ``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
 """

@@ -5,7 +5,7 @@ their tokens and seconds) and the functions by cumulative time, so the weights' 
 products, the attention over the cache and sampling can be read off.
 
     python bench/rollout_profile.py --model experiments/out/v14/models/sft/final \\
-        --task robot_reach-v6 --seed 100001 --threads 2
+        --task robot_reach --seed 100001 --threads 2
 
 ``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
 """

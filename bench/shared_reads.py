@@ -8,7 +8,7 @@ the values the read would compute), so wall times compare directly. Rounds alter
 order; decoding and reading seconds come from the decoder's counters.
 
     python bench/shared_reads.py --model experiments/out/v18/models/sft/final \\
-        --task robot_reach-v6 --seed 100001 --rounds 2 --groups 2
+        --task robot_reach --seed 100001 --rounds 2 --groups 2
 
 ``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
 """

@@ -129,7 +129,7 @@ def main() -> None:
             profile = str(Path(__file__).with_name("train_pass_profile.py"))
             for mode in MODES:
                 out, usage = run(
-                    [sys.executable, profile, "--task", "robot_reach-v6", "--seed", "100001",
+                    [sys.executable, profile, "--task", "robot_reach", "--seed", "100001",
                      "--threads", "2", "--rounds", "2", "--variants", "bf16"],
                     mode,
                 )  # fmt: skip

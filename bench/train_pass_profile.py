@@ -20,7 +20,7 @@ Each row reports the median forward and backward seconds and how far the variant
 log-probabilities of the model's tokens are from the first variant's.
 
     python bench/train_pass_profile.py --model experiments/out/v14/models/sft/final \\
-        --task robot_reach-v6 --seed 100001 --threads 2
+        --task robot_reach --seed 100001 --threads 2
 
 ``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
 """

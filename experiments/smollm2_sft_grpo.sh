@@ -17,7 +17,7 @@ PYTHON=${PYTHON:-python}
 RESULTS=${RESULTS:-experiments/results}
 # task:turn budget:max new tokens per turn[:difficulty] (default $DIFFICULTY). The budgets fit
 # the expert's own trajectories plus one turn of slack (harmony 4 turns at easy, thermal 4 at
-# every difficulty, escape_room 6-13 at easy); robot_reach-v6's expert takes 3-5 turns at
+# every difficulty, escape_room 6-13 at easy); robot_reach's expert takes 3-5 turns at
 # medium on 39 of the 40 held-out seeds (on one it retries for 14 turns and fails: 0.01), 3-6
 # at easy, so 8 leaves room for a retry. The token caps are above the expert's longest turn
 # (harmony 63, thermal 165 at medium, robot_reach 123, escape_room 67 with its one-sentence
@@ -27,7 +27,7 @@ RESULTS=${RESULTS:-experiments/results}
 # robot_reach plays medium too (4 obstacles 12 cm off the path, self-collision, 3 cm tolerance;
 # its expert takes 3-5 turns): SFT solved all 20 easy ones in v24-v26, and v26's easy-trained
 # SFT model solves 14 of 20 medium ones (seeds 500-519, not held out).
-TASK_SPECS=${TASK_SPECS:-"harmony-v5:5:96 thermal-v5:5:192:medium robot_reach-v6:8:160:medium escape_room-v1:14:80"}
+TASK_SPECS=${TASK_SPECS:-"harmony-v5:5:96 thermal-v6:5:192:medium robot_reach-v7:8:160:medium escape_room-v1:14:80"}
 DIFFICULTY=${DIFFICULTY:-easy}      # of the tasks whose spec names none
 # held-out instances per task: seeds 0..N-1. 40: v25's GRPO gain (+0.058 over 80 pairs) had an
 # interval reaching down to 0.000; twice the pairs narrow it by about 1/sqrt(2).
@@ -47,7 +47,7 @@ TRAIN_DTYPE=${TRAIN_DTYPE:-auto}
 # was 20 of 20 before GRPO, 9 of its 16 groups flat; thermal's SFT score swings between runs
 # (v18 19 of 20, v19 14, v20 11), harmony's too (12, -, 16, v25 15, v26 20), so harmony stays
 # in. escape_room: every group all 0 (its SFT model has never escaped).
-GRPO_TASKS=${GRPO_TASKS:-thermal-v5,harmony-v5,robot_reach-v6}
+GRPO_TASKS=${GRPO_TASKS:-thermal-v6,harmony-v5,robot_reach-v7}
 GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-5}       # harmony's and thermal's held-out budget; robot_reach's expert takes <= 5 at medium
 GRPO_ROLLOUT_DTYPE=${GRPO_ROLLOUT_DTYPE:-auto}  # a bfloat16 sampling copy where fast (TRL rescores in float32)
 GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-192}   # thermal's held-out cap, the largest of the three

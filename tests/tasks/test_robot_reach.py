@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import math
 import statistics
@@ -41,7 +42,13 @@ from agentharness.tasks.robot_reach.simulator import (
     segment_segment_distance,
     solve_ik,
 )
-from agentharness.tasks.robot_reach.tools import RobotReachWorld
+from agentharness.tasks.robot_reach.tools import (
+    RobotReachWorld,
+    angles_text,
+    dls_step_text,
+    start_poses_text,
+    step_verdict,
+)
 from agentharness.testing.tasks import call, run_agent, run_expert, step_call
 
 
@@ -329,7 +336,7 @@ def test_tool_messages_carry_results_as_data() -> None:
         "collision_free": False,
         "collisions": 1,
     }
-    assert "1 collision(s)" in done.text
+    assert done.text == "Submitted: 0 m from the target, within tolerance, colliding."
     json.dumps([r.data for r in ep.tool_calls])  # plain JSON values, as logged
 
 
@@ -725,7 +732,11 @@ def test_dls_step_is_the_jacobian_recipe_in_one_call(q: list[float]) -> None:
     dq = result("solve_linear", {"a": a, "b": b}, "c2").outcome.data["x"]
     step = result("dls_step", {"joint_angles": q, "damping": 0.05}, "c3")
     data = step.outcome.data
-    assert json.loads(step.text) == data
+    # v7: the verdict, the angles to copy, the other numbers; the full report is the data.
+    verdict, angles, numbers = step.text.splitlines()
+    assert step.text == dls_step_text(data) and verdict == step_verdict(data) + "."
+    assert angles == "joint_angles: " + json.dumps(data["joint_angles"])
+    assert f"cost {data['cost_before']:g} -> " in numbers and "largest step" in numbers
     assert data["joint_angles"] == pytest.approx(
         [x + d for x, d in zip(q, dq, strict=True)], abs=1e-3
     )
@@ -776,8 +787,11 @@ def test_start_poses_ranks_simple_poses_by_where_a_few_steps_lead() -> None:
     ep = episode_for(inst)
     reply = step_call(ep, "start_poses")
     assert reply.outcome is not None and not reply.outcome.is_error
-    assert json.loads(reply.text) == reply.outcome.data
+    assert reply.text == start_poses_text(reply.outcome.data)
     poses = reply.outcome.data["poses"]
+    # v7: a numbered line per pose, its angles as a call carries them (copied verbatim).
+    for k, (pose, line) in enumerate(zip(poses, reply.text.splitlines()[1:], strict=True), 1):
+        assert line.startswith(f"{k}. {json.dumps(pose['joint_angles'])}: ")
     assert len(poses) == 3
     for pose in poses:
         assert tuple(pose["joint_angles"]) in simple
@@ -887,6 +901,7 @@ def test_expert_search_keeps_good_steps_and_damps_bad_ones() -> None:
         before: float, after: float, angles: list[float], distance: float, largest: float = 5.0
     ) -> dict[str, Any]:
         return {
+            "improved": after < before,
             "cost_before": before,
             "cost_after": after,
             "joint_angles": angles,
@@ -908,12 +923,100 @@ def test_expert_search_keeps_good_steps_and_damps_bad_ones() -> None:
     )
     name, args, text = search.send(step(0.1, 0.2, [16.0, 18.0], 0.4))  # worse: dropped
     assert name == "dls_step" and args == {"joint_angles": [15.0, 19.0], "damping": 0.01}
-    assert text.startswith("Not improved") and "the angles I kept, [15, 19]," in text
-    name, args, _ = search.send(step(0.1, 0.01, [50.0, 19.0], 0.1, largest=35.0))  # too long
+    assert text.startswith("Not improved") and "the angles I kept, [15.0, 19.0]," in text
+    name, args, text = search.send(step(0.1, 0.01, [50.0, 19.0], 0.1, largest=35.0))  # too long
     assert name == "dls_step" and args == {"joint_angles": [15.0, 19.0], "damping": 0.1}
+    assert text.startswith("Improved, but a joint moved 35 degrees, more than 30")
     name, args, text = search.send(step(0.1, 0.0001, [12.0, 20.0], 0.01))  # better, close
     assert name == "submit_angles" and args == {"joint_angles": [12.0, 20.0]}
     assert text.endswith("within tolerance, collision-free: I submit these angles.")
+
+
+# The words each flag's two states are said in, by dls_step's first line and the expert.
+FLAG_WORDS = {
+    "improved": ("Improved", "Not improved"),
+    "within_tolerance": ("within tolerance", "not within tolerance"),
+    "collision_free": ("collision-free", "colliding"),
+}
+
+
+@pytest.mark.parametrize("improved", [True, False])
+@pytest.mark.parametrize("within", [True, False])
+@pytest.mark.parametrize("free", [True, False])
+def test_dls_step_states_each_flag_in_the_words_the_expert_narrates(
+    improved: bool, within: bool, free: bool
+) -> None:
+    # v7: SmolLM2 trained on v6 read `"within_tolerance": false` and wrote "within
+    # tolerance". The reply now opens with the flags in words, and the expert's narration of
+    # a kept step is that line word for word, of a dropped one its first words: copying.
+    report = {
+        "joint_angles": [12.0, 20.5],
+        "improved": improved,
+        "cost_before": 0.25,
+        "cost_after": 0.001 if improved else 0.5,
+        "largest_step_deg": 5.0,
+        "held_at_limit": False,
+        "distance_to_target": 0.01 if within else 0.3,
+        "within_tolerance": within,
+        "min_clearance": 0.2 if free else -0.01,
+        "collision_free": free,
+    }
+    first = dls_step_text(report).splitlines()[0]
+    said, distance, *flags = first.removesuffix(".").split(", ")
+    words = {name: pair[not report[name]] for name, pair in FLAG_WORDS.items()}
+    assert [said, *flags] == [words["improved"], words["within_tolerance"], words["collision_free"]]
+    assert distance == f"{report['distance_to_target']:g} m from the target"
+    search = RobotReachExpert(_handmade())._search([10.0, 20.0], "Start.")
+    next(search)
+    name, _, text = search.send(report)
+    if improved:  # kept: the whole line, then the decision
+        assert text.startswith(first.removesuffix(".") + ": ")
+        assert name == ("submit_angles" if within and free else "dls_step")
+    else:
+        assert text.startswith("Not improved, so I keep the old angles: ") and name == "dls_step"
+
+
+def test_dls_step_states_the_flags_of_real_steps() -> None:
+    # On the handmade arm: a step through the circle improves but collides; a step from the
+    # free solution cannot improve on a zero cost.
+    ep = episode_for(_handmade())
+    through = step_call(ep, "dls_step", {"joint_angles": [0.0, 60.0]}, "c1")
+    assert through.text.splitlines()[0].endswith(
+        "m from the target, not within tolerance, colliding."
+    )
+    assert through.text.startswith("Improved, ")
+    solved = step_call(ep, "dls_step", {"joint_angles": [90.0, -90.0]}, "c2")
+    assert solved.text.splitlines()[0] == (
+        "Not improved, 0 m from the target, within tolerance, collision-free."
+    )
+    assert solved.outcome is not None and solved.outcome.data["improved"] is False
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium"])
+def test_expert_narration_copies_the_replies(difficulty: str) -> None:
+    # Every step the expert narrates opens with the words of the reply it read: the whole
+    # first line for a kept step, "Not improved" or "Improved, but" for a dropped one.
+    # Every list of angles it sends was printed in a reply before, as the call carries it.
+    for seed in range(4):
+        ep = run_expert(SPEC.instance(seed, difficulty))
+        messages = [m for m in ep.messages if m.role in ("assistant", "tool")]
+        for reply, turn in itertools.pairwise(messages):
+            if reply.role != "tool" or turn.role != "assistant":
+                continue
+            first = reply.text.splitlines()[0]
+            if first.startswith(("Improved", "Not improved")):  # a dls_step reply
+                kept = turn.text.startswith(first.removesuffix(".") + ": ")
+                assert kept or turn.text.startswith(("Not improved, ", "Improved, but ")), (
+                    first,
+                    turn.text,
+                )
+        shown = ""
+        for m in messages:
+            if m.role == "tool":
+                shown += m.text
+            for tc in m.tool_calls or []:
+                sent = json.loads(tc.function.arguments).get("joint_angles")
+                assert sent is None or angles_text(sent) in shown, sent
 
 
 def test_expert_tries_the_next_listed_pose_when_a_start_does_not_converge() -> None:
@@ -927,8 +1030,10 @@ def test_expert_tries_the_next_listed_pose_when_a_start_does_not_converge() -> N
     name, args, text = plan.send(
         {"poses": [{"joint_angles": q, "distance_to_target": 0.5} for q in poses]}
     )
-    assert args == {"joint_angles": poses[0], "damping": 0.01} and "[10, 20]" in text
+    assert args == {"joint_angles": poses[0], "damping": 0.01}
+    assert text.startswith("I start from pose 1, [10.0, 20.0].")
     stuck = {
+        "improved": False,
         "cost_before": 0.25,
         "cost_after": 0.25,
         "joint_angles": [11.0, 21.0],
@@ -944,8 +1049,9 @@ def test_expert_tries_the_next_listed_pose_when_a_start_does_not_converge() -> N
         assert text.startswith("Not improved")
     name, args, text = plan.send(stuck)
     assert name == "dls_step" and args == {"joint_angles": poses[1], "damping": 0.01}
-    assert "next pose, [-30, 40]" in text
-    name, args, text = plan.send({**stuck, "cost_after": 0.1, "joint_angles": [-29.0, 41.0]})
+    assert "so I try pose 2, [-30.0, 40.0]." in text
+    better = {**stuck, "improved": True, "cost_after": 0.1, "joint_angles": [-29.0, 41.0]}
+    name, args, text = plan.send(better)
     assert args == {"joint_angles": [-29.0, 41.0], "damping": 0.001}
     assert text.startswith("Improved, 0.5 m from the target, not within tolerance, collision-free")
 

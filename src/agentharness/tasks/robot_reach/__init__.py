@@ -1,4 +1,4 @@
-"""robot_reach: move an articulated arm's end effector onto a target (robot_reach-v6).
+"""robot_reach: move an articulated arm's end effector onto a target (robot_reach-v7).
 
 A planar (2-D, circular obstacles) or spatial (3-D, alternating yaw/pitch joints,
 spherical obstacles) serial arm of 2-7 revolute links with joint limits, resting at a
@@ -45,6 +45,28 @@ quadratically to 0 at that radius, so a collision-free answer anywhere else, the
 straight or limit pose or a pose ``start_poses`` lists earn nothing. Harder levels add
 links, obstacles closer to the only feasible pose (12 on hard, 4 cm off it), narrow
 passages and a third dimension.
+
+v7 (instances, tools and rewards those of v6) replies in words a small model copies.
+SmolLM2-135M after SFT on v6's expert read a ``dls_step`` reply (ten JSON keys on one
+line) and narrated "within tolerance" after ``"within_tolerance": false`` in 18 of its 19
+misses on 40 held-out medium instances (and "collision-free" after ``"collision_free":
+false``): the expert says both flags aloud at every step, so the model had to translate a
+buried boolean into words. ``dls_step`` now opens with its verdict in the expert's words,
+"Improved, 0.1769 m from the target, not within tolerance, collision-free." (or "Not
+improved", "within tolerance", "colliding"), then ``joint_angles: [...]`` to copy, then
+the costs, the largest step, whether a joint was held at a limit and the minimum
+clearance on one line; the expert's narration of a kept step is that first line word for
+word plus its decision, of a dropped one its first words. ``start_poses`` lists one
+numbered line per pose and ``submit_angles`` says the same flag words. The full reports
+stay in the results' data, which the expert reads; its calls are v6's, call for call
+(seeds 0-19 at easy and medium, 0-9 at hard: all solved, as with v6).
+Angle lists, in replies and narration, are printed as the calls carry them (v6's
+narration cut them to six digits). With SmolLM2's tokenizer (medians over 20 expert
+episodes, ``<tool_response>`` tags included) a ``dls_step`` reply is 104 tokens instead of
+142 at easy and 122 instead of 159 at medium, ``start_poses`` 141 instead of 165 and 177
+instead of 199, ``submit_angles`` 34 instead of 37; an episode's tool replies 384 instead
+of 487 at easy and 456 instead of 558 at medium, the expert's turns 307 instead of 303
+and 366 instead of 362 (the start's angles now keep their ".0").
 
 v6 (instances those of v2-v5) adds ``start_poses()``: collision-free simple poses (each
 joint at 0, half its limit or its limit) to start from, ranked by how close four damped

@@ -27,9 +27,13 @@ one it read in the conversation (or a damping a power of ten from the last), and
 decision is read off what a tool reported, so nothing it does depends on the hidden
 solution. Each step's narration states both flags ("0.12 m from the target, not within
 tolerance, collision-free"), so the decision to step again or submit follows words the
-model has just written. (v3-v5's expert chose its start privately: it rehearsed the
-search from a dozen simple poses nearest the hidden solution and played the quickest.
-SmolLM2 trained on those episodes guessed a start, always took two steps and submitted.)
+model has just written. Since v7 those words are the first line of the ``dls_step`` reply
+(:func:`~.tools.step_verdict`), copied: the narration of a kept step is that line and its
+decision, of a dropped one the line's first words. (SmolLM2 trained on v6's episodes read
+``"within_tolerance": false`` and wrote "within tolerance".) v3-v5's expert chose its
+start privately: it rehearsed the search from a dozen simple poses nearest the hidden
+solution and played the quickest; SmolLM2 trained on those episodes guessed a start,
+always took two steps and submitted.
 
 It reads its own calls' results from ``messages`` (matched by call id), so random calls
 interleaved by a noisy agent do not derail it; a failed call is repeated.
@@ -47,7 +51,10 @@ from agentharness.tasks.robot_reach.tools import (
     MAX_DAMPING,
     MAX_STEP_DEG,
     MIN_DAMPING,
+    angles_text,
     keeps,
+    num_text,
+    step_verdict,
 )
 
 # dls_step calls from one start before the expert moves on to the next listed pose.
@@ -56,10 +63,6 @@ RETRIES = 3
 
 Call = tuple[str, dict[str, Any], str]  # tool name, arguments, what the expert says
 Search = Generator[Call, dict[str, Any], None]
-
-
-def _fmt(q: list[float]) -> str:
-    return "[" + ", ".join(f"{x:g}" for x in q) + "]"
 
 
 class RobotReachExpert:
@@ -86,9 +89,9 @@ class RobotReachExpert:
         free: dict[str, Any] | None = None
         for k, start in enumerate(poses):
             why = (
-                f"I start from the first, {_fmt(start)}."
+                f"I start from pose 1, {angles_text(start)}."
                 if k == 0
-                else f"That start is not converging, so I try the next pose, {_fmt(start)}."
+                else f"That start is not converging, so I try pose {k + 1}, {angles_text(start)}."
             )
             outcome = yield from self._search(start, why)
             if outcome["solved"]:
@@ -100,7 +103,7 @@ class RobotReachExpert:
                 free = best
         best = free if free is not None else {"joint_angles": poses[0], "distance_to_target": None}
         away = (
-            f" ({best['distance_to_target']:g} m from the target)"
+            f" ({num_text(best['distance_to_target'])} m from the target)"
             if best["distance_to_target"] is not None
             else ""
         )
@@ -129,27 +132,22 @@ class RobotReachExpert:
                 free is None or step["distance_to_target"] < free["distance_to_target"]
             ):
                 free = step
-            too_long = step["largest_step_deg"] > MAX_STEP_DEG
             if keeps(step, cost):
                 kept_q, cost, kept = step["joint_angles"], float(step["cost_after"]), step
                 damping = max(damping / 10, MIN_DAMPING)
             else:
                 damping *= 10
-            # The decision is read off the two flags the step reported, and said aloud.
-            flags = (
-                ("within tolerance" if step["within_tolerance"] else "not within tolerance")
-                + ", "
-                + ("collision-free" if step["collision_free"] else "colliding")
-            )
+            # The decision is read off the flags the step reported, said aloud in the words
+            # of the reply's first line (copied, v7).
             if kept is step:
-                note = f"Improved, {step['distance_to_target']:g} m from the target, {flags}"
-            elif too_long:
-                note = (
-                    f"A joint moved {step['largest_step_deg']:g} degrees, more than "
-                    f"{MAX_STEP_DEG:g}, so I keep the old angles"
-                )
-            else:
+                note = step_verdict(step)
+            elif not step["improved"]:
                 note = "Not improved, so I keep the old angles"
+            else:  # improved, but a step longer than MAX_STEP_DEG is not kept
+                note = (
+                    f"Improved, but a joint moved {num_text(step['largest_step_deg'])} degrees, "
+                    f"more than {MAX_STEP_DEG:g}, so I keep the old angles"
+                )
             if kept is step and step["within_tolerance"] and step["collision_free"]:
                 yield (
                     "submit_angles",
@@ -163,7 +161,7 @@ class RobotReachExpert:
                 "dls_step",
                 {"joint_angles": kept_q, "damping": damping},
                 f"{note}: I step again from "
-                + ("these angles" if kept is step else f"the angles I kept, {_fmt(kept_q)},")
+                + ("these angles" if kept is step else f"the angles I kept, {angles_text(kept_q)},")
                 + f" with damping {damping:g}.",
             )
             steps += 1

@@ -12,7 +12,7 @@ from agentharness.tasks.robot_reach.tools import RobotReachWorld
 
 TASK = TaskSpec(
     name="robot_reach",
-    version=6,
+    version=7,
     modality="text",
     description=(
         "Move an articulated arm's end effector onto a target: planar or spatial arms of 2-7 "

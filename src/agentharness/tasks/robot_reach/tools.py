@@ -7,6 +7,11 @@ passes in, e.g. a damped least-squares step from a ``jacobian`` report. ``dls_st
 (v4) takes that whole step in one call and reports the angles it reaches, so a policy
 iterates by copying numbers it was shown rather than by adding them up. ``start_poses``
 (v6) lists the collision-free simple poses closest to the target, where to start from.
+
+Since v7 ``dls_step``, ``start_poses`` and ``submit_angles`` reply in short lines of text
+(their full reports stay in the results' ``data``): ``dls_step`` opens with its verdict in
+the words the expert's narration uses (:func:`step_verdict`), so a policy narrating a step
+copies words instead of translating a JSON boolean, which SmolLM2-135M got wrong.
 """
 
 from __future__ import annotations
@@ -50,6 +55,56 @@ def _r(x: float, nd: int = 4) -> float:
 
 def _vec(v: np.ndarray, dims: int) -> list[float]:
     return [_r(x) for x in v[:dims]]
+
+
+def num_text(x: float) -> str:
+    """A number as the text replies print it: positional (0.00001, never 1e-05), no
+    trailing zeros."""
+    return np.format_float_positional(float(x), trim="-")
+
+
+def angles_text(q: list[float]) -> str:
+    """Joint angles exactly as a call's JSON arguments carry them, so copying is verbatim."""
+    return json.dumps([float(x) for x in q])
+
+
+def flags_text(within_tolerance: bool, collision_free: bool) -> str:
+    """The two flags in the words the expert says them (v7): what a policy copies."""
+    within = "within tolerance" if within_tolerance else "not within tolerance"
+    return f"{within}, {'collision-free' if collision_free else 'colliding'}"
+
+
+def step_verdict(report: dict[str, Any]) -> str:
+    """The first line of a ``dls_step`` reply, full stop aside, e.g. "Improved, 0.03038 m
+    from the target, not within tolerance, collision-free".
+
+    The expert's narration of a kept step is this line word for word (then its decision),
+    and of a dropped one its first words ("Not improved").
+    """
+    improved = "Improved" if report["improved"] else "Not improved"
+    distance = num_text(report["distance_to_target"])
+    flags = flags_text(report["within_tolerance"], report["collision_free"])
+    return f"{improved}, {distance} m from the target, {flags}"
+
+
+def dls_step_text(report: dict[str, Any]) -> str:
+    """What a model reads of a ``dls_step`` report: the verdict, the angles to copy, then
+    the other numbers (v7; v4-v6 replied with the report's JSON, ten keys on one line)."""
+    numbers = (
+        f"cost {num_text(report['cost_before'])} -> {num_text(report['cost_after'])}, "
+        f"largest step {num_text(report['largest_step_deg'])} degrees"
+    )
+    if report["held_at_limit"]:
+        numbers += " (held at a limit)"
+    if report["min_clearance"] is not None:  # None: nothing the arm could hit
+        numbers += f", min clearance {num_text(report['min_clearance'])} m"
+    return "\n".join(
+        [
+            f"{step_verdict(report)}.",
+            f"joint_angles: {angles_text(report['joint_angles'])}",
+            numbers,
+        ]
+    )
 
 
 def jacobian_report(
@@ -251,6 +306,21 @@ def _start_poses_report(scene: Scene, dims: int) -> dict[str, Any]:
     }
 
 
+def start_poses_text(report: dict[str, Any]) -> str:
+    """What a model reads of a ``start_poses`` report: one numbered line per pose, its
+    distances labelled once (v7; v6 replied with the report's JSON)."""
+    lines = [
+        "Collision-free simple poses to start from, the most promising first; distance to "
+        f"the target now and after {LOOK_AHEAD_STEPS} damped steps:"
+    ]
+    for k, pose in enumerate(report["poses"], 1):
+        lines.append(
+            f"{k}. {angles_text(pose['joint_angles'])}: {num_text(pose['distance_to_target'])} m, "
+            f"{num_text(pose[f'distance_after_{LOOK_AHEAD_STEPS}_steps'])} m"
+        )
+    return "\n".join(lines)
+
+
 class RobotReachWorld(CalculatorWorld):
     """One episode: the scene and a record of the configurations tried so far."""
 
@@ -387,9 +457,9 @@ class RobotReachWorld(CalculatorWorld):
     def dls_step(self, joint_angles: JointAngles, damping: Damping = 0.01) -> ToolResult:
         """One damped least-squares step toward the target, pushing links out of near contacts.
 
-        Returns the new `joint_angles` (within the limits), whether the cost |offset|^2 (+ contact
-        terms) `improved`, and at the new angles the distance to the target and whether they are
-        within tolerance and collision-free. Keep improved angles (next damping a tenth); else
+        Says whether the cost |offset|^2 (+ contact terms) improved and, at the new angles, the
+        distance to the target and whether they are within tolerance and collision-free; then the
+        new joint_angles (within the limits). Keep improved angles (next damping a tenth); else
         step again from the old ones with ten times the damping.
 
         Args:
@@ -401,7 +471,7 @@ class RobotReachWorld(CalculatorWorld):
         distance = float(out["distance_to_target"])
         if self.best is None or distance < self.best[0]:
             self.best = (distance, list(out["joint_angles"]))
-        return ToolResult(text=json.dumps(out), data=out, metrics={"distance": distance})
+        return ToolResult(text=dls_step_text(out), data=out, metrics={"distance": distance})
 
     @tool
     def start_poses(self) -> ToolResult:
@@ -410,7 +480,7 @@ class RobotReachWorld(CalculatorWorld):
         out = start_poses_report(self.scene, self.dims)
         if not out["poses"]:
             raise ToolError("no simple pose is collision-free; start from the rest pose")
-        return ToolResult(text=json.dumps(out), data=out)
+        return ToolResult(text=start_poses_text(out), data=out)
 
     @tool(final=True)
     def submit_angles(self, joint_angles: JointAngles) -> ToolResult:
@@ -420,14 +490,12 @@ class RobotReachWorld(CalculatorWorld):
             joint_angles: degrees, base to tip.
         """
         _, ev = self._evaluate(joint_angles)
-        verdict = "collision-free" if ev.collision_free else f"{len(ev.collisions)} collision(s)"
+        distance = _r(ev.distance, 5)
+        flags = flags_text(ev.distance <= self.scene.tolerance, ev.collision_free)
         return ToolResult(
-            text=(
-                f"Submitted. Distance to target {ev.distance:.4f} m (tolerance {self.scene.tolerance:g}), "
-                f"{verdict}."
-            ),
+            text=f"Submitted: {num_text(distance)} m from the target, {flags}.",
             data={
-                "distance_to_target": _r(ev.distance, 5),
+                "distance_to_target": distance,
                 "tolerance": self.scene.tolerance,
                 "collision_free": ev.collision_free,
                 "collisions": len(ev.collisions),

@@ -1,12 +1,12 @@
-"""thermal — steady-state heat control on a 2-D plate (thermal-v5).
+"""thermal — steady-state heat control on a 2-D plate (thermal-v6).
 
 The agent sets the power of several heaters on a thin plate whose edges are held at
 ambient temperature, so that the steady temperature at monitor points hits given
 targets within a tolerance while no point exceeds a safety limit. ``simulate(powers)``
 solves the steady (optionally anisotropic) heat equation by finite differences on
 ``scipy.sparse`` — the matrix is factorized once per plate and cached — and reports
-how many targets are hit and the safety verdict, then a line per monitor (temperature,
-rise above ambient, error) and per heater (temperature, rise). ``submit_powers(powers)``
+how many targets are hit and the safety verdict, then a line per monitor (rise above
+ambient, error) and per heater (rise). ``submit_powers(powers)``
 is the final answer; the reward re-simulates it. ``probe_heaters()`` (v5) runs each heater
 alone at 1 W, one simulation per heater, and prints every monitor's and heater's rise per
 watt of each heater: the response the powers are solved from.
@@ -37,6 +37,23 @@ off, all at full or half power, or any other uniform setting earns nothing. Plat
 drawn so that no uniform setting comes near the targets and a blind guess almost never
 hits them. Harder levels add heaters and monitors, anisotropic conductivity, a tighter
 tolerance and a safety limit that rules out some target-hitting power vectors.
+
+v6 says each thing once and prints no digit the tolerance does not need (SmolLM2 tokens of
+an expert episode as the local agent renders it, medians over seeds 0-19, v5 -> v6). The
+system prompt's "Tools:" section repeated the tool signatures the agent reads anyway (and
+left out ``probe_heaters``): the signatures now say what it said, concisely, and the prompt
+keeps one sentence (the computation tools know nothing about the plate and cost no
+simulation) and the Rules. The prompt goes from 1,518 tokens to 1,051 at medium (system
+405 -> 205, signatures 656 -> 480, user prompt 442 -> 351: positions as ``(x, y)``, no second
+statement of the goal or of the budget's accounting) and from 1,442 to 994 at easy. Replies
+drop what they repeated (a simulation's temperatures, which are ambient + rise; its powers,
+the call's own arguments; "within ±0.5 K", which the prompt states) and print rises and
+rises per watt to 1 mK, errors to 0.01 K and computed powers to 4 significant digits, the
+values in ``data`` rounded alike. At medium a simulation's reply goes from about 274 tokens
+to 157, ``probe_heaters``'s from 222 to 198, ``solve_linear``'s from 50 to 39 and the
+answer's from 66 to 32. A whole episode: 2,127 tokens to 1,547 at easy, 2,523 to 1,845 at
+medium (tool replies 661 -> 474; the expert's turns, which copy the shorter numbers, 344 ->
+320). Plates, budgets, rewards and the expert's four turns are v5's.
 
 v5 adds ``probe_heaters``: the unit probes the expert made one ``simulate`` call each for,
 in one call and a compact matrix (at easy, 2 heaters, the probes' replies go from about 380

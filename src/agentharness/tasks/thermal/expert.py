@@ -15,8 +15,8 @@ visible tool call on exactly those numbers:
   outside ``[0, max power]``.
 
 It simulates the computed powers once and submits them when every target is hit safely:
-four turns at every difficulty. If a monitor still misses (the rises are printed to 0.1 mK
-per watt), it solves again with each target lowered by that monitor's error (a Newton
+four turns at every difficulty. If a monitor still misses (the rises are printed to 1 mK per
+watt), it solves again with each target lowered by that monitor's error (a Newton
 step), at most twice; an unsafe or still missing result submits the best simulation so
 far. Every number it sends is one it read in the conversation: the matrices are copied
 rises per watt, ``b`` the prompt's target rises, the tolerance half the stated one. It

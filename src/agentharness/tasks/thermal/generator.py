@@ -37,25 +37,14 @@ SOLUTION_DRAWS = 40
 LUCKY_SAMPLES = 8000
 LUCKY_SEED = 20260
 
+# v6: no "Tools:" section. It repeated the tool signatures the agent reads anyway (and
+# left out probe_heaters); what they cannot say is the one sentence before the Rules.
 SYSTEM_PROMPT = """\
 You are a thermal control engineer. You set the electrical power of heaters on a thin \
 metal plate so that the steady-state temperature at monitor points matches given \
-targets, while no point of the plate exceeds a safety limit.
-
-Tools:
-- simulate(powers): solves the steady heat equation on the plate for the given heater \
-powers and reports how many targets are hit, whether the hottest point of the plate stays \
-below the safety limit, then each monitor's temperature, rise above ambient and error \
-(temperature minus target), and each heater's temperature and rise. Simulations are \
-limited; use them wisely.
-- calculate(expression): arithmetic on numbers (+ - * / **, parentheses, sqrt, log, ...).
-- solve_linear(a, b): the x with a @ x = b (least squares when there is no exact solution).
-- minimize_max(c, a, b, tolerance, upper): a linear program: the x between 0 and upper \
-that keeps every row of a @ x within ±tolerance of b and makes the largest entry of c @ x \
-as small as possible.
-- submit_powers(powers): your final answer. It ends the episode.
-calculate, solve_linear and minimize_max only compute with the numbers you give them; they \
-know nothing about the plate and do not count as simulations.
+targets, while no point of the plate exceeds a safety limit. calculate, solve_linear and \
+minimize_max only compute with the numbers you give them: they know nothing about the \
+plate and do not count as simulations.
 
 Rules:
 - `powers` is a list of watts, one per heater, in heater order (H1, H2, ...). Every power \
@@ -86,35 +75,34 @@ class ThermalGenerator:
     def prompt(self, instance: Instance) -> list[Message]:
         pub = instance.public_as(Public)
         plate = pub.plate
-        heaters = "\n".join(f"  {h.id}: x = {h.x_mm:g} mm, y = {h.y_mm:g} mm" for h in pub.heaters)
+        # v6: positions as (x, y) in mm, stated once, instead of "x = .. mm, y = .. mm".
+        heaters = "\n".join(f"  {h.id} at ({h.x_mm:g}, {h.y_mm:g})" for h in pub.heaters)
         monitors = "\n".join(
-            f"  {m.id}: x = {m.x_mm:g} mm, y = {m.y_mm:g} mm, target {m.target_c:.1f} °C "
-            f"(rise {target_rise(m.target_c, plate.ambient_c):g} K)"
+            f"  {m.id} at ({m.x_mm:g}, {m.y_mm:g}): target {m.target_c:.1f} °C, "
+            f"rise {target_rise(m.target_c, plate.ambient_c):g} K"
             for m in pub.monitors
         )
         n = len(pub.heaters)
         example = ", ".join(f"P{i + 1}" for i in range(n))
+        # v6: the same facts in fewer words; the tools' signatures say what a call costs.
         text = f"""\
-Plate: {plate.size_mm:g} mm x {plate.size_mm:g} mm, {plate.thickness_mm:g} mm thick. \
-Thermal conductivity kx = {plate.kx_w_mk:g} W/m·K along x and ky = {plate.ky_w_mk:g} W/m·K \
-along y. All four edges are held at the ambient temperature {plate.ambient_c:g} °C; both \
-faces lose heat by convection (h = {plate.h_conv_w_m2k:g} W/m²K) to the same ambient. \
-Coordinates are measured from the plate's lower-left corner.
+Plate: {plate.size_mm:g} x {plate.size_mm:g} mm, {plate.thickness_mm:g} mm thick, thermal \
+conductivity {plate.kx_w_mk:g} W/m·K along x and {plate.ky_w_mk:g} W/m·K along y. The edges are \
+held at the ambient {plate.ambient_c:g} °C; both faces lose heat to the ambient air \
+(h = {plate.h_conv_w_m2k:g} W/m²K). Positions in mm from the lower-left corner.
 
-Heaters ({n}; Gaussian patches of radius {plate.heater_radius_mm:g} mm, each 0 to \
+Heaters ({n}, Gaussian patches of radius {plate.heater_radius_mm:g} mm, each 0 to \
 {pub.max_power_w:g} W):
 {heaters}
 
-Monitor points, their target temperatures and the target rise above ambient:
+Monitors, their target temperature and target rise above ambient:
 {monitors}
 
 Tolerance: ±{pub.tolerance_k:g} K at every monitor.
 Safety limit: no point of the plate may exceed {pub.safety_limit_c:g} °C.
-Simulation budget: {pub.max_simulations} simulations (a simulate call is one; probe_heaters runs one \
-per heater).
+Simulation budget: {pub.max_simulations} simulations.
 
-Find heater powers that put every monitor within tolerance of its target without breaking \
-the safety limit, then call submit_powers with powers = [{example}] (watts, in heater order)."""
+Find powers that hit every target safely, then call submit_powers with powers = [{example}]."""
         return [system(SYSTEM_PROMPT), user(text)]
 
 

@@ -12,7 +12,7 @@ from agentharness.tasks.thermal.tools import ThermalWorld
 
 TASK = TaskSpec(
     name="thermal",
-    version=5,
+    version=6,
     modality="text",
     description=(
         "Steady-state heat control on a 2-D plate: set heater powers so monitor points reach "

@@ -4,6 +4,12 @@
 (from :class:`~agentharness.core.calculator.CalculatorWorld`) and ``minimize_max`` (a
 small linear program, :func:`minimize_max`) compute on numbers the agent passes in: they
 know nothing of the plate, so they only help once simulations have measured it.
+
+v6 prints every number to what the smallest tolerance (0.2 K) needs and no more, because a
+small model pays a token per digit in every reply and again in every call that copies it:
+rises to 1 mK (rises per watt to 1 mK/W), errors to 0.01 K, computed powers to 4
+significant digits. The numbers in a result's ``data`` are rounded the same way, so what a
+scripted policy reads is what the model saw.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Field
 
-from agentharness.core.calculator import CalculatorWorld, Matrix, Vector
+from agentharness.core.calculator import CalculatorWorld, Matrix, Vector, significant
 from agentharness.core.instance import Instance
 from agentharness.core.tools import ToolError, ToolResult, tool
 from agentharness.tasks.thermal.problem import Public, target_rise
@@ -36,10 +42,17 @@ Powers = Annotated[
     list[Annotated[float, Field(ge=0.0, le=ABS_MAX_POWER_W)]],
     Field(min_length=1, max_length=MAX_POWERS),
 ]
-# Bounds of minimize_max's scalar arguments.
-MAX_LP_BOUND = 1.0e6
-# minimize_max reports x to this many decimals (0.1 mW for powers).
-LP_DECIMALS = 4
+# Printed precision (v6). Rises and rises per watt to 1 mK: a probe's rounding then moves a
+# monitor by at most 0.5 mK/W x the total power (0.075 K for 5 heaters at 30 W), well
+# inside the smallest tolerance (0.2 K) even after minimize_max's half-tolerance band.
+RISE_DECIMALS = 3
+# Errors to 0.01 K (a twentieth of the smallest tolerance): enough for a Newton step.
+ERROR_DECIMALS = 2
+# Computed x (powers, in this task) to 4 significant digits: at most 5 mW off below 100 W,
+# a few hundredths of a kelvin at a monitor; the model copies them twice (check, answer).
+X_DIGITS = 4
+# The other computed values (c @ x, a @ x - b, a residual) are in kelvin here: 1 mK.
+KELVIN_DECIMALS = 3
 
 
 def check_powers(public: Public, powers: list[float]) -> list[float]:
@@ -82,15 +95,15 @@ def report(public: Public, model: PlateModel, r: SimResult) -> dict[str, Any]:
         if ok:
             status = "within tolerance"
         else:
-            status = f"too {'hot' if err > 0 else 'cold'} by {abs(err):.3f} K"
+            status = f"too {'hot' if err > 0 else 'cold'} by {abs(err):.{ERROR_DECIMALS}f} K"
         monitors.append(
             {
                 "id": mon.id,
                 "temperature_c": round(t, 3),
                 "target_c": mon.target_c,
-                "rise_k": round(t - ambient, 4),
+                "rise_k": round(t - ambient, RISE_DECIMALS),
                 "target_rise_k": target_rise(mon.target_c, ambient),
-                "error_k": round(err, 3),
+                "error_k": round(err, ERROR_DECIMALS),
                 "within_tolerance": ok,
                 "status": status,
             }
@@ -98,7 +111,8 @@ def report(public: Public, model: PlateModel, r: SimResult) -> dict[str, Any]:
     hx, hy = model.spec.node_xy_m(r.hottest_node)
     safe = r.hottest_c <= limit
     n_mon = len(monitors)
-    verdict = f"{hits}/{n_mon} targets within ±{tol:g} K; " + (
+    # v6: "hit" (the prompt states the tolerance) instead of "within ±0.5 K".
+    verdict = f"{hits}/{n_mon} targets hit; " + (
         f"safe (hottest {r.hottest_c:.2f} °C, {limit - r.hottest_c:.2f} K below the limit)"
         if safe
         else f"UNSAFE: hottest {r.hottest_c:.2f} °C exceeds the {limit:g} °C limit "
@@ -112,7 +126,7 @@ def report(public: Public, model: PlateModel, r: SimResult) -> dict[str, Any]:
                 "id": h.id,
                 "power_w": round(p, 6),
                 "temperature_c": round(t, 3),
-                "rise_k": round(t - ambient, 4),
+                "rise_k": round(t - ambient, RISE_DECIMALS),
             }
             for h, p, t in zip(public.heaters, r.powers, r.heater_c, strict=True)
         ],
@@ -132,25 +146,23 @@ def report(public: Public, model: PlateModel, r: SimResult) -> dict[str, Any]:
 
 def report_text(rep: dict[str, Any]) -> str:
     """What the model reads of a simulation: the verdict, then one line per monitor and
-    heater with the numbers an agent acts on (temperature, rise above ambient, error).
+    heater with the numbers an agent acts on (rise above ambient, and a monitor's error).
 
     v4: a line per point instead of v3's JSON (about 450 tokens at easy, 670 at medium,
-    most of them keys and values the prompt already gives). The full report stays in
-    the result's ``data``; every number the expert reads from it is printed here.
+    most of them keys and values the prompt already gives). v6 drops what a line repeated:
+    the temperatures (ambient + rise), the heaters' powers (the call's own arguments) and
+    digits beyond the tolerance's needs. The full report stays in the result's ``data``;
+    every number the expert reads from it is printed here.
     """
     lines = [f"{rep['verdict']}. {rep['simulations_left']} simulations left."]
     for mo in rep["monitors"]:
         err = float(mo["error_k"])
         state = "hit" if mo["within_tolerance"] else ("too hot" if err > 0 else "too cold")
         lines.append(
-            f"{mo['id']} {float(mo['temperature_c'])} °C, rise {float(mo['rise_k'])} K, "
-            f"error {'+' if err > 0 else ''}{err} K ({state})"
+            f"{mo['id']} rise {float(mo['rise_k'])} K, "
+            f"error {'+' if err > 0 else ''}{err} K, {state}"
         )
-    lines += [
-        f"{h['id']} {float(h['power_w'])} W: {float(h['temperature_c'])} °C, "
-        f"rise {float(h['rise_k'])} K"
-        for h in rep["heaters"]
-    ]
+    lines += [f"{h['id']} rise {float(h['rise_k'])} K" for h in rep["heaters"]]
     return "\n".join(lines)
 
 
@@ -158,8 +170,8 @@ def probe_text(probe: dict[str, Any], heaters: list[str], monitors: list[str]) -
     """What the model reads of ``probe_heaters``: a row per monitor and per heater with its
     rise per watt of each heater (the rows of ``a`` and ``c`` of a solve, in order)."""
     lines = [
-        f"Each heater alone at {probe['probe_w']:g} W: {len(heaters)} simulations, "
-        f"{probe['simulations_left']} left. Rise per watt (K/W) of {', '.join(heaters)}:"
+        f"Each heater alone at {probe['probe_w']:g} W; {probe['simulations_left']} simulations "
+        f"left. Rise per watt (K/W) of {', '.join(heaters)}:"
     ]
     for part, ids in (("monitors", monitors), ("heaters", heaters)):
         lines += [
@@ -189,6 +201,8 @@ def minimize_max(
     am, bm, cm = (np.asarray(v, dtype=np.float64) for v in (a, b, c))
     if not all(np.all(np.isfinite(v)) for v in (am, bm, cm)):
         raise ToolError("every entry of a, b and c must be a finite number")
+    if not (math.isfinite(tolerance) and math.isfinite(upper)):
+        raise ToolError("tolerance and upper must be finite numbers")
     k = len(cm)
     zeros = np.zeros((len(am), 1))
     a_ub = np.vstack(
@@ -211,11 +225,11 @@ def minimize_max(
         )
     if res.status != 0:
         raise ToolError(f"the linear program did not solve ({res.message})")
-    x = np.clip(np.round(res.x[:n], LP_DECIMALS), 0.0, upper)
+    x = np.clip([significant(float(v), X_DIGITS) for v in res.x[:n]], 0.0, upper)
     return {
         "x": [float(v) for v in x],
-        "max_value": round(float(np.max(cm @ x)), 6),
-        "a_x_minus_b": [round(float(v), 6) for v in am @ x - bm],
+        "max_value": round(float(np.max(cm @ x)), KELVIN_DECIMALS),
+        "a_x_minus_b": [round(float(v), KELVIN_DECIMALS) for v in am @ x - bm],
     }
 
 
@@ -239,14 +253,12 @@ class ThermalWorld(CalculatorWorld):
             raise ToolError(f"the simulation failed: {e}. Check the powers and try again.") from e
         return result, report(self.public, self.model, result)
 
+    # v6: the docstrings (the tool signatures a model reads) say what the prompt's "Tools:"
+    # section used to, once; the prompt's Rules say what `powers` is.
     @tool
     def simulate(self, powers: Powers) -> ToolResult:
-        """Solve the steady heat equation for the given heater powers and report the temperatures.
-
-        Args:
-            powers: heater powers in watts, one per heater in order H1, H2, ...; each between 0 and
-                the maximum power stated in the task.
-        """
+        """One simulation of the plate at these powers: targets hit, safety, each monitor's rise
+        above ambient and error (T - target), each heater's rise."""
         budget = self.public.max_simulations
         if self.simulations >= budget:
             raise ToolError(
@@ -268,9 +280,8 @@ class ThermalWorld(CalculatorWorld):
 
     @tool
     def probe_heaters(self) -> ToolResult:
-        """Simulate each heater alone at 1 W, the others off (one simulation per heater from the
-        budget), and report how much every monitor and heater warms per watt of each heater.
-        """
+        """Each heater alone at 1 W, the others off (one simulation per heater): every monitor's
+        and heater's rise per watt of each heater."""
         budget = self.public.max_simulations
         n = len(self.public.heaters)
         left = budget - self.simulations
@@ -292,9 +303,9 @@ class ThermalWorld(CalculatorWorld):
             self.simulations += 1
             self._keep(rep)
             for row, t in zip(monitors, result.monitor_c, strict=True):
-                row.append(round((t - ambient) / probe_w, 4))
+                row.append(round((t - ambient) / probe_w, RISE_DECIMALS))
             for row, t in zip(heaters, result.heater_c, strict=True):
-                row.append(round((t - ambient) / probe_w, 4))
+                row.append(round((t - ambient) / probe_w, RISE_DECIMALS))
         probe = {
             "probe_w": probe_w,
             "monitors": monitors,
@@ -309,14 +320,9 @@ class ThermalWorld(CalculatorWorld):
 
     @tool(final=True)
     def submit_powers(self, powers: Powers) -> ToolResult:
-        """Submit the final heater powers; this ends the episode.
-
-        Args:
-            powers: heater powers in watts, one per heater in order H1, H2, ...; each between 0 and
-                the maximum power stated in the task.
-        """
+        """Your final answer; ends the episode."""
         _, rep = self.run(powers)
-        return ToolResult(text=f"Submitted powers {rep['powers_w']} W. {rep['verdict']}.", data=rep)
+        return ToolResult(text=f"Submitted: {rep['verdict']}.", data=rep)
 
     @tool(name="minimize_max")
     def minimize_max_tool(
@@ -324,20 +330,27 @@ class ThermalWorld(CalculatorWorld):
         c: Matrix,
         a: Matrix,
         b: Vector,
-        tolerance: Annotated[float, Field(ge=0.0, le=MAX_LP_BOUND)],
-        upper: Annotated[float, Field(gt=0.0, le=MAX_LP_BOUND)],
+        tolerance: Annotated[float, Field(ge=0.0)],
+        upper: Annotated[float, Field(gt=0.0)],
     ) -> dict[str, Any]:
-        """Linear program: find x, each entry between 0 and upper, that keeps every row of
-        a @ x within ±tolerance of b and makes the largest entry of c @ x as small as possible.
-
-        Args:
-            c: the rows whose largest value c @ x is minimised (one entry per unknown).
-            a: the constraint matrix, as a list of rows (one entry per unknown).
-            b: the value each row of a @ x must stay near, one per row of a.
-            tolerance: how far each row of a @ x may be from b (0 for equality).
-            upper: the upper bound of every entry of x (the lower bound is 0).
-        """
+        """Linear program: the x with every entry in [0, upper] that keeps each row of a @ x
+        within ±tolerance of b and makes the largest entry of c @ x smallest. a and c are
+        lists of rows."""
         return minimize_max(c, a, b, tolerance, upper)
+
+    @tool
+    def solve_linear(self, a: Matrix, b: Vector) -> dict[str, Any]:
+        out = super().solve_linear(a, b)
+        return {
+            "x": [significant(v, X_DIGITS) for v in out["x"]],
+            "residual": round(out["residual"], KELVIN_DECIMALS),
+            "rank": out["rank"],
+        }
+
+    # The calculator's x to X_DIGITS like minimize_max's (v6), under the calculator's own
+    # description: tasks that share a tool name must share its schema (verl keys tools by
+    # name across tasks), so calculate and solve_linear read as in every calculator task.
+    solve_linear.__doc__ = CalculatorWorld.solve_linear.__doc__
 
 
 def _score(rep: dict[str, Any]) -> tuple[bool, int, float]:
