@@ -48,9 +48,13 @@ TRAIN_DTYPE=${TRAIN_DTYPE:-auto}
 # (v18 19 of 20, v19 14, v20 11), harmony's too (12, -, 16, v25 15, v26 20), so harmony stays
 # in. escape_room: every group all 0 (its SFT model has never escaped).
 GRPO_TASKS=${GRPO_TASKS:-thermal-v6,harmony-v5,robot_reach-v7}
-GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-5}       # harmony's and thermal's held-out budget; robot_reach's expert takes <= 5 at medium
+# GRPO plays each task under its held-out budget (TASK_SPECS' turns and tokens). v31 capped all
+# at 5 turns: robot_reach (8 held out) fell 30 -> 22 of 40, every miss an early submission, as
+# a cut episode scores 0 and a near miss earns partial credit. GRPO_MAX_TURNS/GRPO_MAX_TOKENS
+# set: one budget for every task instead (v31: 5 and 192).
+GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-}
+GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-}
 GRPO_ROLLOUT_DTYPE=${GRPO_ROLLOUT_DTYPE:-auto}  # a bfloat16 sampling copy where fast (TRL rescores in float32)
-GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-192}   # thermal's held-out cap, the largest of the three
 N_PROBE=${N_PROBE:-0}               # GRPO candidate instances per task (seeds 100000+); 0: no probe, a
 PROBE_K=${PROBE_K:-2}               # fresh instance for every group. PROBE_K: samples of the SFT policy
                                     # per candidate (the probe keeps those whose rewards differ)
@@ -82,6 +86,9 @@ log "tasks: $TASK_SPECS (task:turns:tokens[:difficulty], default $DIFFICULTY)"
 # spec_of TASK: that task's entry of TASK_SPECS; difficulty_of TASK: its difficulty
 spec_of() { for s in $TASK_SPECS; do [ "${s%%:*}" = "$1" ] && echo "$s" && return; done; echo "no $1 in TASK_SPECS" >&2; return 1; }
 difficulty_of() { local task turns tokens difficulty; IFS=: read -r task turns tokens difficulty <<< "$(spec_of "$1")"; echo "${difficulty:-$DIFFICULTY}"; }
+# grpo_turns/grpo_tokens TASK: the budget GRPO (and its probe) plays TASK under
+grpo_turns() { local task turns rest; IFS=: read -r task turns rest <<< "$(spec_of "$1")"; echo "${GRPO_MAX_TURNS:-$turns}"; }
+grpo_tokens() { local task turns tokens rest; IFS=: read -r task turns tokens rest <<< "$(spec_of "$1")"; echo "${GRPO_MAX_TOKENS:-$tokens}"; }
 
 # eval AGENT STAGE [extra args]: one run per task, on that task's held-out instances and budget
 eval_stage() {
@@ -148,7 +155,7 @@ if [ "$N_PROBE" -gt 0 ]; then
   log "GRPO curriculum: sample the SFT policy $PROBE_K times on $N_PROBE fresh instances per task (seeds 100000+), keep those it sometimes solves"
   for task in ${GRPO_TASKS//,/ }; do
     $BOOTCAMP eval --agent local --model "$W/models/sft/final" --tasks "$task" -n "$N_PROBE" -k "$PROBE_K" \
-      --difficulty "$(difficulty_of "$task")" --seed 100000 --max-turns "$GRPO_MAX_TURNS" --max-tokens "$GRPO_MAX_TOKENS" \
+      --difficulty "$(difficulty_of "$task")" --seed 100000 --max-turns "$(grpo_turns "$task")" --max-tokens "$(grpo_tokens "$task")" \
       --temperature 1.0 --concurrency "$EVAL_CONCURRENCY" --quiet --out "$W/runs/probe/$task"
   done
   $PYTHON experiments/summarize.py curriculum "$W"/runs/probe/* -o "$W/grpo_instances.jsonl"
@@ -164,13 +171,14 @@ else
   done
 fi
 
-log "GRPO on top of SFT: $GRPO_STEPS steps of $PROMPTS_PER_STEP group(s) of $GROUP"
+budgets=(); for task in ${GRPO_TASKS//,/ }; do budgets+=(--task-budget "$task=$(grpo_turns "$task"):$(grpo_tokens "$task")"); done
+log "GRPO on top of SFT: $GRPO_STEPS steps of $PROMPTS_PER_STEP group(s) of $GROUP; budgets ${budgets[*]}"
 if [ ! -f "$W/models/grpo/final/config.json" ]; then
   # A checkpoint after every step: a run that dies continues from its last step.
   resume=(); compgen -G "$W/models/grpo/trainer/checkpoint-*" > /dev/null && resume=(--resume)
   $BOOTCAMP train grpo --instances "$W/grpo_instances.jsonl" --model "$W/models/sft/final" \
     --out "$W/models/grpo" --max-steps "$GRPO_STEPS" --num-generations "$GROUP" --prompts-per-step "$PROMPTS_PER_STEP" \
-    --max-turns "$GRPO_MAX_TURNS" --max-new-tokens "$GRPO_MAX_TOKENS" --max-completion-length 4096 \
+    "${budgets[@]}" --max-completion-length 4096 \
     --temperature 1.0 --lr "$GRPO_LR" --beta "$GRPO_BETA" --seed "$GRPO_SEED" --train-dtype "$TRAIN_DTYPE" --rollout-dtype "$GRPO_ROLLOUT_DTYPE" \
     --save-steps 1 "${resume[@]}" --no-progress
 fi

@@ -50,6 +50,32 @@ def test_the_default_tasks_are_current_versions() -> None:
         assert get_task(task_id).id == task_id
 
 
+def test_grpo_plays_each_task_under_its_held_out_budget() -> None:
+    """v31 trained robot_reach at 5 turns and evaluated it at 8: the cap paid stopping early."""
+    import subprocess
+
+    text = SCRIPT.read_text()
+    functions = "\n".join(
+        line
+        for line in text.splitlines()
+        if re.match(r"(spec_of|grpo_turns|grpo_tokens)\(\)", line)
+    )
+    specs = default("TASK_SPECS")
+    for task in default("GRPO_TASKS").split(","):
+        spec = next(s for s in specs.split() if s.split(":")[0] == task)
+        for env, want in (
+            ({}, spec.split(":")[1:3]),
+            ({"GRPO_MAX_TURNS": "4"}, ["4", spec.split(":")[2]]),
+        ):
+            got = subprocess.run(
+                ["bash", "-c", f'{functions}\ngrpo_turns {task}; grpo_tokens {task}'],
+                env={"TASK_SPECS": specs, "PATH": "/usr/bin:/bin", **env},
+                capture_output=True, text=True, check=True,
+            ).stdout.split()  # fmt: skip
+            assert got == want, (task, env)
+    assert '"${budgets[@]}"' in text.split("$BOOTCAMP train grpo")[1].split("\n\n")[0]
+
+
 def bootcamp_calls() -> list[tuple[str, set[str]]]:
     """Each ``$BOOTCAMP <command> ...`` of the script: the command and the flags it passes."""
     text = SCRIPT.read_text().replace("\\\n", " ")

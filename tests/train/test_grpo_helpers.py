@@ -70,3 +70,59 @@ def test_sampled_tokens_follow_the_sampling_distribution() -> None:
     a = [sample_token(logits, 1.0, 1.0, torch.Generator().manual_seed(5))[0] for _ in range(3)]
     assert len(set(a)) == 1  # the same generator state gives the same token
     assert sample_token(logits, 0.0, 1.0, generator)[0] == 2  # greedy
+
+
+def test_a_task_plays_its_own_budget_and_others_the_default() -> None:
+    """``task_budgets`` by versioned id or bare name; the id's entry wins over the name's."""
+    opts = GRPOOptions(
+        max_turns=5,
+        max_new_tokens=192,
+        task_budgets={"robot_reach-v7": (8, 160), "harmony": (5, 96), "robot_reach": (2, 2)},
+    )
+    assert opts.budget_of("robot_reach-v7") == (8, 160)
+    assert opts.budget_of("robot_reach-v6") == (2, 2)
+    assert opts.budget_of("harmony-v5") == (5, 96)
+    assert opts.budget_of("thermal-v6") == (5, 192)
+
+
+@pytest.mark.parametrize(
+    ("budgets", "message"),
+    [
+        ({"guess-v9": (3, 10)}, r"budget is given for guess-v9, but no training problem plays"),
+        ({"thermal": (3, 10)}, r"tasks played: guess-v1"),
+        ({"guess": (0, 10)}, r"0 turns of 10 tokens; both must be >= 1"),
+    ],
+)
+def test_a_budget_for_a_task_not_played_or_not_positive_stops_before_training(
+    tmp_path: Path, budgets: dict[str, tuple[int, int]], message: str
+) -> None:
+    """A stale version in a budget would leave that task on the default budget unnoticed."""
+    instances = [get_task("guess").instance(0, "easy")]
+    with pytest.raises(TrainInputError, match=message):
+        train_grpo(
+            [], tmp_path / "out", model="/nonexistent", instances=instances, task_budgets=budgets
+        )
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("robot_reach-v7", "write TASK=TURNS or TASK=TURNS:TOKENS"),
+        ("robot_reach-v7=8:x", "write TASK=TURNS or TASK=TURNS:TOKENS"),
+        ("robot_reach-v7=-1", "positive whole numbers"),
+        ("robotreach=8", "robotreach"),
+    ],
+)
+def test_the_cli_names_a_malformed_task_budget(value: str, message: str) -> None:
+    from typer.testing import CliRunner
+
+    from agentharness.cli.main import app
+
+    result = CliRunner().invoke(
+        app,
+        ["train", "grpo", "--tasks", "guess", "--out", "/nonexistent/o", "--task-budget", value],
+        env={"COLUMNS": "240"},
+    )
+    assert result.exit_code == 2, result.output
+    assert message in result.output and value in result.output

@@ -217,6 +217,24 @@ def test_multi_turn_rollout_tokens_are_what_the_local_agent_sees(smol_checkpoint
     assert rollout.reward == pytest.approx(record.reward.total)
 
 
+def test_an_episode_plays_its_tasks_budget_not_the_default(smol_checkpoint: Path) -> None:
+    """``task_budgets`` sets the turns and the tokens a turn may sample for that task."""
+    import itertools
+
+    from agentharness.train.grpo import EpisodeRoller, GRPOOptions
+    from agentharness.train.model import load_trainable
+
+    net, tok = load_trainable(str(smol_checkpoint))
+    opts = GRPOOptions(
+        max_turns=1, max_new_tokens=40, max_completion_length=400, task_budgets={"guess": (3, 6)}
+    )
+    (rollout,) = EpisodeRoller(net, tok, opts).play_group(
+        get_task("guess").instance(0, "easy"), 1, 5
+    )
+    turns = [len(list(run)) for sampled, run in itertools.groupby(rollout.env_mask) if sampled]
+    assert rollout.turns == 3 == len(turns) and max(turns) <= 6
+
+
 def test_group_played_in_one_batch_samples_what_each_episode_would_alone(
     smol_checkpoint: Path,
 ) -> None:

@@ -155,6 +155,31 @@ def sft_command(
     console.print(f"saved {final}  (evaluate: bootcamp eval --agent local --model {final})")
 
 
+def _task_budgets(specs: list[str], default_tokens: int) -> dict[str, tuple[int, int]]:
+    """``--task-budget TASK=TURNS[:TOKENS]`` values as ``{task: (turns, tokens)}``."""
+    from agentharness.core.registry import UnknownTaskError, get_task
+
+    budgets: dict[str, tuple[int, int]] = {}
+    for spec in specs:
+        task, _, budget = spec.partition("=")
+        turns, _, tokens = budget.partition(":")
+        try:
+            parsed = (int(turns), int(tokens) if tokens else default_tokens)
+        except ValueError:
+            parsed = (0, 0)
+        if not task.strip() or min(parsed) < 1:
+            raise fail(
+                f"--task-budget {spec!r}: write TASK=TURNS or TASK=TURNS:TOKENS with positive "
+                "whole numbers, e.g. robot_reach-v7=8:160"
+            )
+        try:
+            get_task(task.strip())
+        except UnknownTaskError as e:
+            raise fail(f"--task-budget {spec!r}: {e}") from e
+        budgets[task.strip()] = parsed
+    return budgets
+
+
 @train_app.command("grpo")
 def grpo_command(
     out: OutOpt,
@@ -175,6 +200,13 @@ def grpo_command(
     prompts_per_step: Annotated[int, typer.Option(help="problems per optimizer step")] = 1,
     max_turns: Annotated[int, typer.Option(help="assistant turns per episode")] = 4,
     max_new_tokens: Annotated[int, typer.Option(help="tokens per assistant turn")] = 128,
+    task_budget: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="TASK=TURNS[:TOKENS]: that task's episodes play this budget in place of "
+            "--max-turns/--max-new-tokens (repeat per task; train as it is evaluated)"
+        ),
+    ] = None,
     max_completion_length: Annotated[
         int, typer.Option(help="model + environment tokens per episode")
     ] = 2048,
@@ -277,6 +309,7 @@ def grpo_command(
                 get_task(t)
         except UnknownTaskError as e:
             raise fail(str(e)) from e
+    task_budgets = _task_budgets(task_budget or [], max_new_tokens)
     _check_trackers(report_to)
     final = _train(
         lambda: train_grpo(
@@ -293,6 +326,7 @@ def grpo_command(
             prompts_per_step=prompts_per_step,
             max_turns=max_turns,
             max_new_tokens=max_new_tokens,
+            task_budgets=task_budgets,
             max_completion_length=max_completion_length,
             temperature=temperature,
             draft_tokens=draft_tokens,

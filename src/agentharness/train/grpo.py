@@ -72,6 +72,10 @@ class GRPOOptions:
     prompts_per_step: int = 1  # groups per optimizer step
     max_turns: int = 4  # assistant turns per episode (the task's own budget if larger)
     max_new_tokens: int = 128  # per assistant turn
+    # Per task id, (turns, tokens per turn) in place of the two above: each task trained
+    # under the budget it is evaluated with. A shorter turn cap than the evaluation's pays
+    # stopping early (v31: robot_reach trained at 5 turns, evaluated at 8, fell 30 -> 22).
+    task_budgets: dict[str, tuple[int, int]] = field(default_factory=dict)
     max_completion_length: int = 2048  # sampled + environment tokens per episode
     temperature: float = 1.0
     top_p: float = 1.0
@@ -110,6 +114,27 @@ class GRPOOptions:
     resume: bool = False
     progress: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def budget_of(self, task: str) -> tuple[int, int]:
+        """(turns, tokens per turn) an episode of ``task`` plays under: its ``task_budgets``
+        entry (by versioned id, else by bare name), else ``max_turns``, ``max_new_tokens``."""
+        default = (self.max_turns, self.max_new_tokens)
+        return self.task_budgets.get(task, self.task_budgets.get(split_task_id(task)[0], default))
+
+
+def _check_task_budgets(budgets: dict[str, tuple[int, int]], played: set[str]) -> None:
+    """Reject a per-task budget that is not positive or names a task no problem plays (a
+    mistyped name or stale version would otherwise leave that task on the default budget)."""
+    for task, (turns, tokens) in budgets.items():
+        if not any(_matches(p, [task]) for p in played):
+            raise TrainInputError(
+                f"a turn budget is given for {task}, but no training problem plays it "
+                f"(tasks played: {', '.join(sorted(played))}); name one of those"
+            )
+        if turns < 1 or tokens < 1:
+            raise TrainInputError(
+                f"the budget of {task} is {turns} turns of {tokens} tokens; both must be >= 1"
+            )
 
 
 def rl_rows(instances: list[Instance]) -> list[dict[str, Any]]:
@@ -175,6 +200,7 @@ class _Row:
     logprobs: list[float] = field(default_factory=list)
     turn: list[int] = field(default_factory=list)  # tokens sampled in the current turn
     room: int = 0  # tokens the current turn may still sample
+    max_new_tokens: int = 128  # tokens a turn may sample (its task's budget)
     drafter: Any = None  # NgramDrafter over everything the row has read (draft_tokens > 0)
 
 
@@ -209,7 +235,8 @@ class EpisodeRoller:
 
     def budgets(self, instance: Instance) -> Budgets:
         own = get_task(instance.task).interaction.budgets
-        return own.override(max_turns=min(own.max_turns, self.opts.max_turns))
+        turns, _ = self.opts.budget_of(instance.task)
+        return own.override(max_turns=min(own.max_turns, turns))
 
     def play_group(self, instance: Instance, n: int, seed: int) -> list[Rollout]:
         """``n`` independent episodes on ``instance``; episode ``k`` samples from ``seed``, ``k``."""
@@ -229,6 +256,7 @@ class EpisodeRoller:
                     episode=episode,
                     chat=plain_chat(episode.messages, episode.tools),
                     generator=torch.Generator().manual_seed(seed * 7919 + k * 1009),
+                    max_new_tokens=self.opts.budget_of(instance.task)[1],
                 )
             )
         tok = self.tokenizer
@@ -405,9 +433,7 @@ class EpisodeRoller:
     def _start_turn(self, row: _Row, decoder: Any) -> bool:
         """Begin the row's next turn; False (and its slot freed) when the episode is over."""
         row.turn = []
-        row.room = min(
-            self.opts.max_new_tokens, self.opts.max_completion_length - len(row.completion)
-        )
+        row.room = min(row.max_new_tokens, self.opts.max_completion_length - len(row.completion))
         if row.room <= 0 and not row.episode.done:
             row.episode.finish("max_tokens")
         if row.episode.done:
@@ -1291,6 +1317,7 @@ def train_grpo(
         train_dtype=resolve_dtype(opts.train_dtype, "train_dtype"),
     )
     rows = _training_rows(tasks, instances, data, opts)
+    _check_task_budgets(opts.task_budgets, {row["task"] for row in rows})
     checkpoint = resume_checkpoint(out / "trainer", opts.resume)  # fail before loading a model
     steps = max_steps if max_steps is not None else math.ceil(len(rows) / opts.prompts_per_step)
 
