@@ -3,8 +3,9 @@
 python experiments/summarize.py split INSTANCES.jsonl
     one file INSTANCES.<task>.jsonl per task of the instances file
 python experiments/summarize.py curriculum PROBE_RUN... -o INSTANCES.jsonl
-    the probed instances whose sampled episodes scored differently (the groups GRPO can
-    learn from), else those scored above zero at least once, else all of them
+    the probed instances some sampled episodes solved and others did not (the groups GRPO
+    can learn from), else those whose episodes scored differently, else those scored above
+    zero at least once, else all of them
 python experiments/summarize.py summary WORKDIR -o RESULTS_DIR
     RESULTS_DIR/summary.json (stage means, paired-bootstrap changes on the held-out set,
     each with the instances that went up or down, solved or lost, and those whose greedy
@@ -25,7 +26,7 @@ import argparse
 import json
 import shutil
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -372,27 +373,44 @@ def moved_text(entry: dict[str, Any]) -> str:
 
 
 def curriculum(runs: list[Path], out: Path) -> None:
+    """The probed instances GRPO should train on: those the policy solves sometimes.
+
+    First choice: instances whose samples differ in success (some solve, some do not);
+    only when no instance does, those whose rewards differ, then those scored above zero,
+    then all. Rewards alone are not enough: with partial credit for near misses (robot_reach
+    pays up to 0.45 for stopping close), a group where every sample stops early still has
+    rewards that differ, and GRPO then rewards the nearest early stop (v32).
+    """
     records = load_runs(runs, allow_empty=True).records
     by: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for r in records:
         by[r.instance.instance_id].append(r)
-    varied = [rs for rs in by.values() if len({round(r.reward.total, 6) for r in rs}) > 1]
-    nonzero = [rs for rs in by.values() if max(r.reward.total for r in rs) > 0]
+    groups = list(by.values())
+    solved_sometimes = [rs for rs in groups if len({r.reward.success for r in rs}) > 1]
+    varied = [rs for rs in groups if len({round(r.reward.total, 6) for r in rs}) > 1]
+    nonzero = [rs for rs in groups if max(r.reward.total for r in rs) > 0]
     chosen, why = (
-        (varied, "rewards differ between samples")
-        if varied
-        else (
-            (nonzero, "scored above zero at least once")
-            if nonzero
-            else (list(by.values()), "all (none scored)")
+        next(
+            (kept, why)
+            for kept, why in (
+                (solved_sometimes, "solved by some samples, not by others"),
+                (varied, "rewards differ between samples"),
+                (nonzero, "scored above zero at least once"),
+                (groups, "all (none scored)"),
+            )
+            if kept
         )
+        if groups
+        else ([], "none probed")
     )
     with out.open("w") as f:
         for rs in chosen:
             f.write(rs[0].instance.model_dump_json() + "\n")
-    means = [statistics.fmean(r.reward.total for r in rs) for rs in by.values()]
+    means = [statistics.fmean(r.reward.total for r in rs) for rs in groups]
+    per_task = Counter(rs[0].task for rs in chosen)
     print(
-        f"curriculum: {len(chosen)} of {len(by)} probed instances ({why}); "
+        f"curriculum: {len(chosen)} of {len(by)} probed instances ({why}; "
+        f"{', '.join(f'{t} {n}' for t, n in sorted(per_task.items())) or 'none'}); "
         f"probe mean reward {statistics.fmean(means) if means else 0:.3f} -> {out}"
     )
 

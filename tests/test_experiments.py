@@ -234,3 +234,53 @@ def test_summary_counts_instances_that_moved_and_turns_that_did_not(tmp_path: Pa
     assert learned["unchanged"] < 8
     table = (tmp_path / "results" / "table.md").read_text()
     assert "| grpo_vs_sft (all tasks) | +0.000 |" in table and "+0 / -0 (+0 / -0) | 8 |" in table
+
+
+def test_curriculum_keeps_instances_solved_sometimes_before_those_that_only_score_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Partial credit makes rewards differ in a group where no sample solves (v32's
+    robot_reach: every sample stopped early, the nearest scored most); GRPO should train
+    where success itself differs, and fall back to differing rewards only without any."""
+    import asyncio
+
+    from agentharness.agents import make_agent
+    from agentharness.rollout.runner import plan, run
+    from agentharness.store import RunDir
+    from agentharness.store.instances import read_instances
+
+    summarize = load_summarize()
+    expert = RunDir(tmp_path / "expert")
+    expert.create({"command": "test"})
+    asyncio.run(run(plan([get_task("guess")], n=3, k=2, seed=0), make_agent("expert"), expert))
+    records = sorted(expert.episodes(), key=lambda r: r.episode_id)
+    seeds = sorted({r.seed for r in records})
+    scores = {  # seed -> (reward, success) of its two samples
+        seeds[0]: [(1.0, True), (0.3, False)],  # solved sometimes
+        seeds[1]: [(0.4, False), (0.2, False)],  # rewards differ, never solved
+        seeds[2]: [(1.0, True), (1.0, True)],  # always solved
+    }
+
+    def probe(name: str, drop: set[int]) -> Path:
+        out = RunDir(tmp_path / name)
+        out.create({"command": "test"})
+        for r in records:
+            if r.seed in drop:
+                continue
+            total, success = scores[r.seed][r.sample]
+            out.append(
+                r.model_copy(
+                    update={
+                        "reward": r.reward.model_copy(update={"total": total, "success": success})
+                    }
+                )
+            )
+        return out.path
+
+    kept = tmp_path / "kept.jsonl"
+    summarize.curriculum([probe("all", set())], kept)
+    assert [i.seed for i in read_instances(kept)] == [seeds[0]]
+    assert "solved by some samples, not by others; guess-v1 1" in capsys.readouterr().out
+    summarize.curriculum([probe("unsolved", {seeds[0]})], kept)
+    assert [i.seed for i in read_instances(kept)] == [seeds[1]]
+    assert "rewards differ between samples" in capsys.readouterr().out
