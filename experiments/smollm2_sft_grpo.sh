@@ -171,7 +171,13 @@ else
   done
 fi
 
-budgets=(); for task in ${GRPO_TASKS//,/ }; do budgets+=(--task-budget "$task=$(grpo_turns "$task"):$(grpo_tokens "$task")"); done
+# (only for the tasks the instances hold: the curriculum may keep none of a task's)
+budgets=()
+for task in ${GRPO_TASKS//,/ }; do
+  if grep -q "\"task\":\"$task\"" "$W/grpo_instances.jsonl"; then
+    budgets+=(--task-budget "$task=$(grpo_turns "$task"):$(grpo_tokens "$task")")
+  fi
+done
 log "GRPO on top of SFT: $GRPO_STEPS steps of $PROMPTS_PER_STEP group(s) of $GROUP; budgets ${budgets[*]}"
 if [ ! -f "$W/models/grpo/final/config.json" ]; then
   # A checkpoint after every step: a run that dies continues from its last step.

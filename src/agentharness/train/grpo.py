@@ -123,18 +123,28 @@ class GRPOOptions:
 
 
 def _check_task_budgets(budgets: dict[str, tuple[int, int]], played: set[str]) -> None:
-    """Reject a per-task budget that is not positive or names a task no problem plays (a
-    mistyped name or stale version would otherwise leave that task on the default budget)."""
+    """Reject a per-task budget that is not positive or names another version of a task the
+    problems play (that task would silently train on the default budget); a budget for a
+    task no problem plays is a warning (a curriculum may have left that task out)."""
     for task, (turns, tokens) in budgets.items():
-        if not any(_matches(p, [task]) for p in played):
-            raise TrainInputError(
-                f"a turn budget is given for {task}, but no training problem plays it "
-                f"(tasks played: {', '.join(sorted(played))}); name one of those"
-            )
         if turns < 1 or tokens < 1:
             raise TrainInputError(
                 f"the budget of {task} is {turns} turns of {tokens} tokens; both must be >= 1"
             )
+        if any(_matches(p, [task]) for p in played):
+            continue
+        name = split_task_id(task)[0]
+        versions = sorted(p for p in played if split_task_id(p)[0] == name)
+        if versions:
+            raise TrainInputError(
+                f"a turn budget is given for {task}, but the problems play {', '.join(versions)}; "
+                f"name that version (or the bare name {name})"
+            )
+        print(
+            f"[grpo] note: a turn budget is given for {task}, which no training problem plays "
+            f"(tasks played: {', '.join(sorted(played))})",
+            file=sys.stderr,
+        )
 
 
 def rl_rows(instances: list[Instance]) -> list[dict[str, Any]]:
