@@ -48,16 +48,16 @@ TRAIN_DTYPE=${TRAIN_DTYPE:-auto}
 # (v18 19 of 20, v19 14, v20 11), harmony's too (12, -, 16, v25 15, v26 20), so harmony stays
 # in. escape_room: every group all 0 (its SFT model has never escaped).
 GRPO_TASKS=${GRPO_TASKS:-thermal-v6,harmony-v5,robot_reach-v7}
-# GRPO plays each task under its held-out budget (TASK_SPECS' turns and tokens). v31 capped all
-# at 5 turns: robot_reach (8 held out) fell 30 -> 22 of 40, every miss an early submission, as
-# a cut episode scores 0 and a near miss earns partial credit. GRPO_MAX_TURNS/GRPO_MAX_TOKENS
-# set: one budget for every task instead (v31: 5 and 192).
+# GRPO plays each task under its held-out budget (TASK_SPECS' turns and tokens): train as it
+# is evaluated (v31 capped every task at 5 turns, robot_reach's held-out budget is 8; v32 with
+# the held-out budgets lost the same robot_reach instances, so the cap was not why).
+# GRPO_MAX_TURNS/GRPO_MAX_TOKENS set: one budget for every task instead (v31: 5 and 192).
 GRPO_MAX_TURNS=${GRPO_MAX_TURNS:-}
 GRPO_MAX_TOKENS=${GRPO_MAX_TOKENS:-}
 GRPO_ROLLOUT_DTYPE=${GRPO_ROLLOUT_DTYPE:-auto}  # a bfloat16 sampling copy where fast (TRL rescores in float32)
 N_PROBE=${N_PROBE:-0}               # GRPO candidate instances per task (seeds 100000+); 0: no probe, a
 PROBE_K=${PROBE_K:-2}               # fresh instance for every group. PROBE_K: samples of the SFT policy
-                                    # per candidate (the probe keeps those whose rewards differ)
+                                    # per candidate (the probe keeps those it solves sometimes)
 GRPO_STEPS=${GRPO_STEPS:-48}                # 16 groups a task (v25: 32 over two tasks)
 GROUP=${GROUP:-8}                   # GRPO group size
 PROMPTS_PER_STEP=${PROMPTS_PER_STEP:-1}  # GRPO groups (problems) per optimizer step

@@ -72,9 +72,9 @@ class GRPOOptions:
     prompts_per_step: int = 1  # groups per optimizer step
     max_turns: int = 4  # assistant turns per episode (the task's own budget if larger)
     max_new_tokens: int = 128  # per assistant turn
-    # Per task id, (turns, tokens per turn) in place of the two above: each task trained
-    # under the budget it is evaluated with. A shorter turn cap than the evaluation's pays
-    # stopping early (v31: robot_reach trained at 5 turns, evaluated at 8, fell 30 -> 22).
+    # Per task id, (turns, tokens per turn) in place of the two above, so that each task
+    # trains under the budget it is evaluated with (one cap for all trained robot_reach at
+    # 5 of its 8 evaluation turns).
     task_budgets: dict[str, tuple[int, int]] = field(default_factory=dict)
     max_completion_length: int = 2048  # sampled + environment tokens per episode
     temperature: float = 1.0
@@ -125,7 +125,7 @@ class GRPOOptions:
 def _check_task_budgets(budgets: dict[str, tuple[int, int]], played: set[str]) -> None:
     """Reject a per-task budget that is not positive or names another version of a task the
     problems play (that task would silently train on the default budget); a budget for a
-    task no problem plays is a warning (a curriculum may have left that task out)."""
+    task no problem plays is a note on stderr (a curriculum may have left that task out)."""
     for task, (turns, tokens) in budgets.items():
         if turns < 1 or tokens < 1:
             raise TrainInputError(
