@@ -389,20 +389,13 @@ def curriculum(runs: list[Path], out: Path) -> None:
     solved_sometimes = [rs for rs in groups if len({r.reward.success for r in rs}) > 1]
     varied = [rs for rs in groups if len({round(r.reward.total, 6) for r in rs}) > 1]
     nonzero = [rs for rs in groups if max(r.reward.total for r in rs) > 0]
-    chosen, why = (
-        next(
-            (kept, why)
-            for kept, why in (
-                (solved_sometimes, "solved by some samples, not by others"),
-                (varied, "rewards differ between samples"),
-                (nonzero, "scored above zero at least once"),
-                (groups, "all (none scored)"),
-            )
-            if kept
-        )
-        if groups
-        else ([], "none probed")
+    choices = (
+        (solved_sometimes, "solved by some samples, not by others"),
+        (varied, "rewards differ between samples"),
+        (nonzero, "scored above zero at least once"),
+        (groups, "all (none scored)"),
     )
+    chosen, why = next(((kept, why) for kept, why in choices if kept), ([], "none probed"))
     with out.open("w") as f:
         for rs in chosen:
             f.write(rs[0].instance.model_dump_json() + "\n")
