@@ -70,6 +70,10 @@ GRPO_BETA=${GRPO_BETA:-0.04}
 # is a single draw (v27 +0.154 over SFT, v28 +0.036 with the same recipe), so the spread over
 # seeds is what a claimed gain must be read against.
 GRPO_SEED=${GRPO_SEED:-0}
+# What GRPO's advantages come from: total (the task's reward) or success (1 solved, 0 not).
+# v31/v32 on total lost robot_reach-v7 instances: among unsolved episodes, stopping early near
+# the target earns partial credit and continuing does not, so GRPO taught early stops.
+GRPO_REWARD=${GRPO_REWARD:-total}
 LAZY=${LAZY:-"lazy:defaults lazy:minimum lazy:maximum lazy:echo lazy:passive"}
 # Episodes decoded together by the local agent (one forward pass per token for all of them,
 # each keeping its KV cache across turns); greedy turns match one-at-a-time decoding
@@ -185,7 +189,7 @@ if [ ! -f "$W/models/grpo/final/config.json" ]; then
   $BOOTCAMP train grpo --instances "$W/grpo_instances.jsonl" --model "$W/models/sft/final" \
     --out "$W/models/grpo" --max-steps "$GRPO_STEPS" --num-generations "$GROUP" --prompts-per-step "$PROMPTS_PER_STEP" \
     "${budgets[@]}" --max-completion-length 4096 \
-    --temperature 1.0 --lr "$GRPO_LR" --beta "$GRPO_BETA" --seed "$GRPO_SEED" --train-dtype "$TRAIN_DTYPE" --rollout-dtype "$GRPO_ROLLOUT_DTYPE" \
+    --temperature 1.0 --lr "$GRPO_LR" --beta "$GRPO_BETA" --seed "$GRPO_SEED" --reward-signal "$GRPO_REWARD" --train-dtype "$TRAIN_DTYPE" --rollout-dtype "$GRPO_ROLLOUT_DTYPE" \
     --save-steps 1 "${resume[@]}" --no-progress
 fi
 

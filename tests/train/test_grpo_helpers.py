@@ -135,3 +135,44 @@ def test_the_cli_names_a_malformed_task_budget(value: str, message: str) -> None
     )
     assert result.exit_code == 2, result.output
     assert message in result.output and value in result.output
+
+
+def test_the_success_signal_is_flat_over_unsolved_episodes_that_differ_in_total() -> None:
+    """Partial credit moves "total" advantages between failures; "success" does not."""
+    from agentharness.train.grpo import REWARD_SIGNALS
+
+    env = {"env_reward": [0.0, 0.31, 0.95, 0.12], "env_success": [False, False, True, False]}
+    assert REWARD_SIGNALS["total"]([None] * 4, **env) == [0.0, 0.31, 0.95, 0.12]
+    assert REWARD_SIGNALS["success"]([None] * 4, **env) == [0.0, 0.0, 1.0, 0.0]
+
+
+def test_an_unknown_reward_signal_stops_before_training(tmp_path: Path) -> None:
+    instances = [get_task("guess").instance(0, "easy")]
+    with pytest.raises(
+        TrainInputError, match="reward_signal 'solved': choose one of total, success"
+    ):
+        train_grpo(
+            [], tmp_path / "out", model="/nonexistent", instances=instances, reward_signal="solved"
+        )
+    assert not (tmp_path / "out").exists()
+
+    from typer.testing import CliRunner
+
+    from agentharness.cli.main import app
+
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "grpo",
+            "--tasks",
+            "guess",
+            "--out",
+            "/nonexistent/o",
+            "--reward-signal",
+            "solved",
+        ],
+        env={"COLUMNS": "240"},
+    )
+    assert result.exit_code == 2, result.output
+    assert "--reward-signal 'solved': choose total, success" in result.output

@@ -189,6 +189,35 @@ def test_grpo_step_updates_parameters_from_environment_rewards(
     assert summary["mean_reward_per_step"] == [pytest.approx(mean, abs=1e-5)]
 
 
+def test_grpo_on_success_leaves_a_group_nobody_solves_untrained(
+    smol_checkpoint: Path, tmp_path: Path
+) -> None:
+    """``reward_signal="success"``: episodes whose totals differ but none solved are one
+    flat group, so the step trains nothing (under "total" the same seed's group trains)."""
+    from agentharness.train.grpo import train_grpo
+
+    out = tmp_path / "grpo"
+    final = train_grpo(
+        ["letters"],
+        out,
+        model=str(smol_checkpoint),
+        max_steps=1,
+        n_instances=1,
+        num_generations=3,
+        max_turns=1,
+        max_new_tokens=16,
+        max_completion_length=32,
+        learning_rate=1e-4,
+        seed=1,
+        reward_signal="success",
+    )
+    records = list(RunDir(out / "rollouts").episodes())
+    assert len({r.reward.total for r in records}) > 1 and not any(r.reward.success for r in records)
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert summary["mean_reward_per_step"] == [0.0]
+    assert changed_tensors(weights(smol_checkpoint), weights(final)) == 0
+
+
 def test_multi_turn_rollout_tokens_are_what_the_local_agent_sees(smol_checkpoint: Path) -> None:
     """A 3-turn episode: sampled tokens (mask 1) interleaved with environment tokens (mask 0)
     decode to exactly the conversation the local agent would render."""

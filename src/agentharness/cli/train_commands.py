@@ -260,6 +260,13 @@ def grpo_command(
             "gradient is exactly zero without a KL term; the optimizer steps the same)",
         ),
     ] = True,
+    reward_signal: Annotated[
+        str,
+        typer.Option(
+            help="what advantages are computed from: total (the task's reward, partial "
+            "credit included) or success (1 solved, 0 not: a group nobody solves is flat)"
+        ),
+    ] = "total",
     lr: Annotated[float, typer.Option("--lr", help="learning rate")] = 5e-6,
     beta: Annotated[float, typer.Option(help="KL coefficient to the initial model")] = 0.0,
     epsilon: Annotated[float, typer.Option(help="clip range of the policy ratio")] = 0.2,
@@ -281,13 +288,15 @@ def grpo_command(
 ) -> None:
     """Play episodes with the model, score them with the tasks' rewards, update with GRPO."""
     from agentharness.cli.main import ray_options
-    from agentharness.train.grpo import train_grpo
+    from agentharness.train.grpo import REWARD_SIGNALS, train_grpo
 
     ray_envs = ray_options(env_backend, address, workers)
     if rollout_dtype not in DTYPES:
         raise fail(f"--rollout-dtype {rollout_dtype!r}: choose {', '.join(DTYPES)}")
     if train_dtype not in DTYPES:
         raise fail(f"--train-dtype {train_dtype!r}: choose {', '.join(DTYPES)}")
+    if reward_signal not in REWARD_SIGNALS:
+        raise fail(f"--reward-signal {reward_signal!r}: choose {', '.join(REWARD_SIGNALS)}")
 
     task_list = [t.strip() for t in (tasks or "").split(",") if t.strip()]
     if not task_list and data is None and instances is None:
@@ -335,6 +344,7 @@ def grpo_command(
             shared_prompt=shared_prompt,
             checkpoint_rows=checkpoint_rows,
             skip_flat_groups=skip_flat_groups,
+            reward_signal=reward_signal,
             learning_rate=lr,
             beta=beta,
             epsilon=epsilon,

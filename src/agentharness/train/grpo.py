@@ -97,6 +97,11 @@ class GRPOOptions:
     # Skip the training pass of a group whose advantages are all zero (every reward equal):
     # with beta 0 its gradient is exactly zero, so the optimizer step is the same without it.
     skip_flat_groups: bool = True
+    # What a group's advantages are computed from: "total", the task's Reward.total
+    # (partial credit included), or "success", 1 for a solved episode and 0 otherwise, so
+    # that unsolved episodes are all equally bad and a group nobody solves is flat (GRPO
+    # on robot_reach-v7's total learnt to stop early near the target; experiments/RESULTS.md).
+    reward_signal: str = "total"
     learning_rate: float = 5e-6
     beta: float = 0.0  # KL to the reference model (0: no reference model is kept)
     epsilon: float = 0.2  # PPO-style clip
@@ -638,7 +643,8 @@ def make_rollout_func(
         rewards = out["env_reward"]
         print(
             f"[grpo] step {step}: {len(rewards)} episodes, mean reward "
-            f"{sum(rewards) / max(1, len(rewards)):.3f}, end reasons {sorted(set(out['end_reason']))}, "
+            f"{sum(rewards) / max(1, len(rewards)):.3f}, solved {sum(out['env_success'])}, "
+            f"end reasons {sorted(set(out['end_reason']))}, "
             f"rollouts {time.perf_counter() - t0:.1f} s"
             + (f", drafted tokens kept {drafts[1]}/{drafts[0]}" if drafts[0] else "")
             + (f", replies copied from an episode that read the same {copied}" if copied else ""),
@@ -654,6 +660,16 @@ def episode_reward(
 ) -> list[float | None]:
     """The reward TRL optimizes: the task's own ``Reward.total`` for each played episode."""
     return [float(r) for r in env_reward]
+
+
+def episode_success(
+    completions: list[Any], env_success: list[bool], **kwargs: Any
+) -> list[float | None]:
+    """The reward TRL optimizes under ``reward_signal="success"``: 1.0 for a solved episode."""
+    return [1.0 if s else 0.0 for s in env_success]
+
+
+REWARD_SIGNALS = {"total": episode_reward, "success": episode_success}
 
 
 def shared_prompt_logps(
@@ -1320,6 +1336,10 @@ def train_grpo(
         raise TrainInputError(
             "GRPO needs num_generations >= 2 (advantages are relative within a group)"
         )
+    if opts.reward_signal not in REWARD_SIGNALS:
+        raise TrainInputError(
+            f"reward_signal {opts.reward_signal!r}: choose one of {', '.join(REWARD_SIGNALS)}"
+        )
     # "auto" becomes what this machine runs fast, and the summary records which
     opts = replace(
         opts,
@@ -1406,7 +1426,7 @@ def train_grpo(
         checkpoint_rows=opts.checkpoint_rows,
         skip_flat_groups=opts.skip_flat_groups,
         model=net,
-        reward_funcs=episode_reward,
+        reward_funcs=REWARD_SIGNALS[opts.reward_signal],
         args=config,
         train_dataset=dataset,
         processing_class=tokenizer,
