@@ -1,4 +1,4 @@
-"""`bootcamp mine | synth | filter | compare | loop`: the closed-loop stages on run directories.
+"""`bootcamp mine | synth | filter | correct | compare | loop`: the closed-loop stages on run directories.
 
 Thin wrappers: each reads its runs through :func:`agentharness.store.load_runs` (unusable
 input is a :class:`~agentharness.store.run.RunDirError`, printed as one line by the app;
@@ -212,6 +212,42 @@ def filter_cmd(
             markup=False,
             highlight=False,
         )
+
+
+@app.command(
+    "correct",
+    short_help="SFT rows from the expert's actions in the states a policy's unsolved episodes reach.",
+)
+def correct_cmd(
+    runs: Annotated[list[Path], typer.Argument(help="run directories of the policy's episodes")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="SFT JSONL to write")],
+    tool_format: Annotated[
+        Literal["native", "text"],
+        typer.Option(
+            help="as `bootcamp export sft`: native (tool_calls + tools column) or text "
+            "(as the local agent sees it)"
+        ),
+    ] = "text",
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """DAgger over logs: replay each unsolved episode, let the task's expert play on from
+    every turn, and write one per-turn SFT row (prompt = the policy's conversation so far,
+    completion = the expert's turn) wherever the expert then solves the instance."""
+    from agentharness.export.common import write_jsonl
+    from agentharness.loop.correct import correction_rows
+
+    if any(out.resolve() == r.resolve() for r in runs):
+        raise fail(f"-o {out} is one of the input runs; write the rows to a JSONL file")
+    loaded = _load(runs, resolve_images=True)
+    try:
+        rows, report = correction_rows(loaded.records, tool_format=tool_format)
+    except LoopInputError as e:
+        raise fail(str(e)) from e
+    write_jsonl(rows, out)
+    if as_json:
+        print(json.dumps({"out": str(out), **report.model_dump(mode="json")}, indent=2))
+        return
+    console.print(f"{report.line()} -> {out}", highlight=False, markup=False)
 
 
 @app.command(
