@@ -92,9 +92,26 @@ def test_a_log_that_does_not_replay_is_dropped(random_escapes: Path) -> None:
     assert rows == [] and report.dropped["not_replayable"] == 1
 
 
-def test_an_unknown_tool_format_is_an_error() -> None:
+def test_disagreeing_rows_and_a_cap_per_episode(random_escapes: Path) -> None:
+    """Turns the policy played as the expert would are left out on request; a cap keeps each
+    episode's first rows (the first is where a looping policy went wrong)."""
+    records = records_of(random_escapes)
+    every, report = correction_rows(records)
+    differing, narrowed = correction_rows(records, only_disagreeing=True)
+    assert [r for r in every if not r["expert_agrees"]] == differing
+    assert narrowed.dropped["agrees"] == report.agreed and narrowed.agreed == 0
+    first, capped = correction_rows(records, only_disagreeing=True, max_per_episode=2)
+    for episode_id in {r["corrects"] for r in differing}:
+        mine = [r for r in differing if r["corrects"] == episode_id]
+        assert [r for r in first if r["corrects"] == episode_id] == mine[:2]
+    assert capped.rows == len(first) < len(differing)
+
+
+def test_an_unknown_tool_format_or_a_cap_below_one_is_an_error() -> None:
     with pytest.raises(LoopInputError, match="tool format must be one of"):
         correction_rows([], tool_format="xml")  # type: ignore[arg-type]
+    with pytest.raises(LoopInputError, match="max_per_episode must be at least 1"):
+        correction_rows([], max_per_episode=0)
 
 
 def test_cli_writes_the_rows_and_says_what_it_dropped(random_escapes: Path, tmp_path: Path) -> None:

@@ -228,6 +228,19 @@ def correct_cmd(
             "(as the local agent sees it)"
         ),
     ] = "text",
+    only_disagreeing: Annotated[
+        bool,
+        typer.Option(
+            "--only-disagreeing",
+            help="leave out turns where the expert makes the policy's own calls",
+        ),
+    ] = False,
+    max_per_episode: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="keep each episode's first N rows (a looping policy repeats one error)"
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """DAgger over logs: replay each unsolved episode, let the task's expert play on from
@@ -240,7 +253,12 @@ def correct_cmd(
         raise fail(f"-o {out} is one of the input runs; write the rows to a JSONL file")
     loaded = _load(runs, resolve_images=True)
     try:
-        rows, report = correction_rows(loaded.records, tool_format=tool_format)
+        rows, report = correction_rows(
+            loaded.records,
+            tool_format=tool_format,
+            only_disagreeing=only_disagreeing,
+            max_per_episode=max_per_episode,
+        )
     except LoopInputError as e:
         raise fail(str(e)) from e
     write_jsonl(rows, out)

@@ -47,7 +47,7 @@ from agentharness.loop.checks import LoopInputError
 from agentharness.store.reader import load_runs
 from agentharness.store.schema import EpisodeRecord, Timings
 
-DROP_REASONS = ("not_replayable", "no_expert", "expert_error", "expert_unsolved")
+DROP_REASONS = ("not_replayable", "no_expert", "expert_error", "expert_unsolved", "agrees")
 
 
 class CorrectionReport(BaseModel):
@@ -59,7 +59,7 @@ class CorrectionReport(BaseModel):
     corrected: int = Field(description="unsolved episodes, whose turns were relabelled")
     rows: int = Field(description="SFT rows written: one per relabelled turn")
     rows_by_task: dict[str, int] = Field(description="rows per task id")
-    agreed: int = Field(description="rows whose expert turn makes the calls the policy made")
+    agreed: int = Field(description="rows kept whose expert turn makes the calls the policy made")
     dropped: dict[str, int] = Field(
         description="turns (whole episodes for not_replayable and no_expert) left out, by reason"
     )
@@ -75,14 +75,26 @@ class CorrectionReport(BaseModel):
 
 
 def correction_rows(
-    records: Sequence[EpisodeRecord], *, tool_format: ToolFormat = "text"
+    records: Sequence[EpisodeRecord],
+    *,
+    tool_format: ToolFormat = "text",
+    only_disagreeing: bool = False,
+    max_per_episode: int | None = None,
 ) -> tuple[list[dict[str, Any]], CorrectionReport]:
     """Per-turn SFT rows labelling the states of the unsolved episodes in ``records`` with
-    the expert's actions, and the report (see the module docstring)."""
+    the expert's actions, and the report (see the module docstring).
+
+    ``only_disagreeing`` leaves out turns where the expert makes the calls the policy made
+    (dropped as ``agrees``: they teach what the policy already does); ``max_per_episode``
+    keeps an episode's first rows only (a policy that loops reaches a dozen states with
+    the same correction, and the first is where it went wrong).
+    """
     if tool_format not in TOOL_FORMATS:
         raise LoopInputError(
             f"tool format must be one of {', '.join(TOOL_FORMATS)}, got {tool_format!r}"
         )
+    if max_per_episode is not None and max_per_episode < 1:
+        raise LoopInputError(f"max_per_episode must be at least 1, got {max_per_episode}")
     rows: list[dict[str, Any]] = []
     dropped: Counter[str] = Counter({why: 0 for why in DROP_REASONS})
     by_task: Counter[str] = Counter()
@@ -100,7 +112,10 @@ def correction_rows(
         if not _replays(record):
             dropped["not_replayable"] += 1
             continue
+        kept = 0
         for k in range(1, turns + 1):
+            if max_per_episode is not None and kept >= max_per_episode:
+                break
             outcome = _expert_from(record, k - 1)
             if isinstance(outcome, str):
                 dropped[outcome] += 1
@@ -117,7 +132,11 @@ def correction_rows(
                 if r["turn"] == k
             ]
             same = _calls(fixed.tool_calls, k) == _calls(record.tool_calls, k)
+            if same and only_disagreeing:
+                dropped["agrees"] += 1
+                continue
             agreed += same
+            kept += 1
             by_task[record.task] += 1
             rows.append(
                 {
@@ -140,11 +159,21 @@ def correction_rows(
 
 
 def correct_runs(
-    run_dirs: Sequence[str | Path], out: Path, *, tool_format: ToolFormat = "text"
+    run_dirs: Sequence[str | Path],
+    out: Path,
+    *,
+    tool_format: ToolFormat = "text",
+    only_disagreeing: bool = False,
+    max_per_episode: int | None = None,
 ) -> CorrectionReport:
     """Write the correction rows of the episodes in ``run_dirs`` to ``out`` (JSONL)."""
     records = load_runs(run_dirs, resolve_images=True).emit_warnings().records
-    rows, report = correction_rows(records, tool_format=tool_format)
+    rows, report = correction_rows(
+        records,
+        tool_format=tool_format,
+        only_disagreeing=only_disagreeing,
+        max_per_episode=max_per_episode,
+    )
     write_jsonl(rows, out)
     return report
 
