@@ -43,9 +43,9 @@ SFT_LR=${SFT_LR:-2e-4}
 # expert conversations plus those rows; that model is the "sft" stage. Why: escape_room's
 # SFT model never escapes (it walks into the locked door without the key and tries it again
 # for every remaining turn) and its expert, never there, shows no way out. On v31's SFT
-# model's held-out escape_room episodes (read, not trained on) the first 4 differing turns
-# of each hold the error: 37 of 40 first differ at turn 1 or 2 (often only in order), the
-# walk into the locked door comes by turn 3.
+# model's held-out escape_room episodes (read, not trained on), 38 of 40 first differ from
+# the expert at turn 1 or 2 (often only in the order of two moves), and 28 walk into a locked
+# door, 20 of them by turn 3: an episode's first 4 differing turns hold its first error.
 DAGGER_TASKS=${DAGGER_TASKS:-}
 N_DAGGER=${N_DAGGER:-16}
 DAGGER_PER_EPISODE=${DAGGER_PER_EPISODE:-4}
