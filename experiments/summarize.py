@@ -14,6 +14,11 @@ python experiments/summarize.py summary WORKDIR -o RESULTS_DIR
 python experiments/summarize.py draws RESULTS_DIR... [--change grpo_vs_sft] [--target 0.05]
     one change over runs of a recipe that differ only in a seed (draws): each draw's delta
     and interval, whether it meets the target, and the mean and spread over draws
+python experiments/summarize.py new-draw WORKDIR NEW_WORKDIR
+    a copy of WORKDIR without its GRPO model and evaluation, for another GRPO draw on the
+    same earlier stages (run the script on NEW_WORKDIR with another GRPO_SEED): the paths
+    each run.json records (instances file, model) now name NEW_WORKDIR, so the evaluations
+    resume instead of refusing a run that names other files
 
 The held-out runs are WORKDIR/runs/<stage>/<task> (one run per task: each task has its own
 turn budget). Changes come from :func:`agentharness.loop.compare.compare` over all tasks'
@@ -474,6 +479,49 @@ def draws_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# What a GRPO draw redoes: everything else of a workdir is the draws' common base.
+DRAW_REDOES = ("models/grpo", "runs/grpo")
+
+
+def new_draw(work: Path, new: Path) -> int:
+    """Copy ``work`` to ``new`` without :data:`DRAW_REDOES`, re-pointing the paths the
+    copied run.json files record from ``work`` to ``new``; returns the run.json rewritten."""
+    if new.exists():
+        raise SystemExit(f"{new} exists: give new-draw a directory that does not exist yet")
+    if not (work / "runs").is_dir():
+        raise SystemExit(f"{work} has no runs/: is it a workdir of smollm2_sft_grpo.sh?")
+    redo = {(work / d).resolve() for d in DRAW_REDOES}
+
+    def skip(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if (Path(folder) / n).resolve() in redo]
+
+    shutil.copytree(work, new, symlinks=True, ignore=skip)
+    # the script's paths are "$W/...", as given (relative or absolute): re-point both forms
+    prefixes = [(str(work), str(new)), (str(work.resolve()), str(new.resolve()))]
+
+    def repoint(value: Any) -> Any:
+        if isinstance(value, str):
+            for old, to in prefixes:
+                if value == old or value.startswith(old.rstrip("/") + "/"):
+                    return to + value[len(old) :]
+            return value
+        if isinstance(value, list):
+            return [repoint(v) for v in value]
+        if isinstance(value, dict):
+            return {k: repoint(v) for k, v in value.items()}
+        return value
+
+    rewritten = 0
+    for info in sorted(new.glob("runs/**/run.json")):
+        before = json.loads(info.read_text())
+        after = repoint(before)
+        if after != before:
+            info.write_text(json.dumps(after, indent=2) + "\n")
+            rewritten += 1
+    print(f"{new}: {work} without {', '.join(DRAW_REDOES)}; {rewritten} run.json re-pointed")
+    return rewritten
+
+
 def split(path: Path) -> None:
     by: dict[str, list[str]] = defaultdict(list)
     for line in path.read_text().splitlines():
@@ -502,6 +550,9 @@ def main() -> None:
     dr.add_argument("--change", default="grpo_vs_sft", choices=[c[0] for c in CHANGES])
     dr.add_argument("--target", type=float, default=0.05)
     dr.add_argument("-o", "--out", type=Path, help="also write the result as JSON here")
+    nd = sub.add_parser("new-draw")
+    nd.add_argument("work", type=Path)
+    nd.add_argument("new", type=Path)
     args = p.parse_args()
     if args.cmd == "summary":
         summary(args.work, args.out)
@@ -512,6 +563,8 @@ def main() -> None:
         print(draws_table(result))
     elif args.cmd == "curriculum":
         curriculum(args.runs, args.out)
+    elif args.cmd == "new-draw":
+        new_draw(args.work, args.new)
     else:
         split(args.instances)
 

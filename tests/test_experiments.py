@@ -284,3 +284,46 @@ def test_curriculum_keeps_instances_solved_sometimes_before_those_that_only_scor
     summarize.curriculum([probe("unsolved", {seeds[0]})], kept)
     assert [i.seed for i in read_instances(kept)] == [seeds[1]]
     assert "rewards differ between samples" in capsys.readouterr().out
+
+
+def test_new_draw_copies_a_workdir_whose_evaluations_resume(tmp_path: Path) -> None:
+    """A GRPO draw reuses a workdir's earlier stages; its copied runs record the old
+    workdir's paths, which `bootcamp eval` would take for another eval and refuse."""
+    from typer.testing import CliRunner
+
+    from agentharness.cli.main import app
+    from agentharness.store import RunDir
+
+    summarize = load_summarize()
+    work, new = tmp_path / "v1", tmp_path / "v2"
+    runner = CliRunner()
+
+    def evaluate(w: Path, stage: str) -> str:
+        result = runner.invoke(
+            app,
+            ["eval", "--agent", "expert", "--instances", f"{w}/held_out.guess.jsonl",
+             "--max-turns", "6", "--quiet", "--out", f"{w}/runs/{stage}/guess"],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    work.mkdir()
+    generated = runner.invoke(
+        app, ["generate", "guess", "-n", "3", "--seed", "0", "-o", f"{work}/held_out.guess.jsonl"]
+    )
+    assert generated.exit_code == 0, generated.output
+    for stage in ("sft", "grpo"):
+        evaluate(work, stage)
+    (work / "models" / "grpo" / "final").mkdir(parents=True)
+    (work / "models" / "sft" / "final").mkdir(parents=True)
+
+    summarize.new_draw(work, new)
+    assert (new / "models" / "sft" / "final").is_dir() and (new / "runs" / "sft").is_dir()
+    assert not (new / "models" / "grpo").exists() and not (new / "runs" / "grpo").exists()
+    assert str(work) not in (new / "runs" / "sft" / "guess" / "run.json").read_text()
+    assert str(work) in (work / "runs" / "sft" / "guess" / "run.json").read_text()  # untouched
+    # the copy's evaluation resumes: nothing runs again, nothing is refused
+    assert "ran 0 episodes, skipped 3" in evaluate(new, "sft")
+    assert len(list(RunDir(new / "runs" / "sft" / "guess").episodes())) == 3
+    with pytest.raises(SystemExit, match="exists"):
+        summarize.new_draw(work, new)
