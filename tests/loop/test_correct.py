@@ -107,6 +107,14 @@ def test_disagreeing_rows_and_a_cap_per_episode(random_escapes: Path) -> None:
     assert capped.rows == len(first) < len(differing)
 
 
+def test_a_log_of_a_retired_task_version_is_counted_not_a_crash(random_escapes: Path) -> None:
+    record = records_of(random_escapes)[0]
+    retired = record.model_copy(update={"task": "escape_room-v0"})
+    rows, report = correction_rows([retired, *records_of(random_escapes)[1:]])
+    assert report.dropped["unknown_task"] == 1 and rows
+    assert {r["corrects"] for r in rows} <= {r.episode_id for r in records_of(random_escapes)[1:]}
+
+
 def test_an_unknown_tool_format_or_a_cap_below_one_is_an_error() -> None:
     with pytest.raises(LoopInputError, match="tool format must be one of"):
         correction_rows([], tool_format="xml")  # type: ignore[arg-type]

@@ -40,14 +40,21 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentharness.core.episode import Episode, ToolCallRecord
-from agentharness.core.registry import episode_for, get_task
+from agentharness.core.registry import UnknownTaskError, episode_for, get_task
 from agentharness.export.common import write_jsonl
 from agentharness.export.sft import TOOL_FORMATS, ToolFormat, sft_rows
 from agentharness.loop.checks import LoopInputError
 from agentharness.store.reader import load_runs
 from agentharness.store.schema import EpisodeRecord, Timings
 
-DROP_REASONS = ("not_replayable", "no_expert", "expert_error", "expert_unsolved", "agrees")
+DROP_REASONS = (
+    "unknown_task",
+    "not_replayable",
+    "no_expert",
+    "expert_error",
+    "expert_unsolved",
+    "agrees",
+)
 
 
 class CorrectionReport(BaseModel):
@@ -61,7 +68,8 @@ class CorrectionReport(BaseModel):
     rows_by_task: dict[str, int] = Field(description="rows per task id")
     agreed: int = Field(description="rows kept whose expert turn makes the calls the policy made")
     dropped: dict[str, int] = Field(
-        description="turns (whole episodes for not_replayable and no_expert) left out, by reason"
+        description="turns (whole episodes for unknown_task, not_replayable and no_expert) "
+        "left out, by reason"
     )
 
     def line(self) -> str:
@@ -106,7 +114,12 @@ def correction_rows(
         turns = sum(m.role == "assistant" for m in record.messages)
         if not turns:
             continue  # the policy never acted: nothing of its to relabel
-        if get_task(record.task).expert is None:
+        try:
+            spec = get_task(record.task)
+        except UnknownTaskError:  # a retired version's log: its episodes cannot be replayed
+            dropped["unknown_task"] += 1
+            continue
+        if spec.expert is None:
             dropped["no_expert"] += 1
             continue
         if not _replays(record):
