@@ -154,17 +154,14 @@ def test_local_agent_loads_the_trained_checkpoint(sft_run: Path) -> None:
     assert record.agent == "local:final" and record.turns == 1
 
 
-def test_grpo_step_updates_parameters_from_environment_rewards(
-    smol_checkpoint: Path, tmp_path: Path
-) -> None:
-    """One GRPO step on the one-turn ``letters`` task (its reward varies with any reply)."""
+def one_letters_step(checkpoint: Path, out: Path, **options: Any) -> Path:
+    """One GRPO step of one group of 3 on the one-turn ``letters`` task (seed 1)."""
     from agentharness.train.grpo import train_grpo
 
-    out = tmp_path / "grpo"
-    final = train_grpo(
+    return train_grpo(
         ["letters"],
         out,
-        model=str(smol_checkpoint),
+        model=str(checkpoint),
         max_steps=1,
         n_instances=1,
         num_generations=3,
@@ -173,7 +170,16 @@ def test_grpo_step_updates_parameters_from_environment_rewards(
         max_completion_length=32,
         learning_rate=1e-4,
         seed=1,
+        **options,
     )
+
+
+def test_grpo_step_updates_parameters_from_environment_rewards(
+    smol_checkpoint: Path, tmp_path: Path
+) -> None:
+    """One GRPO step on the one-turn ``letters`` task (its reward varies with any reply)."""
+    out = tmp_path / "grpo"
+    final = one_letters_step(smol_checkpoint, out)
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["steps"] == 1 and all(abs(x) < 1e3 for x in summary["losses"])
     assert changed_tensors(weights(smol_checkpoint), weights(final)) > 10
@@ -194,23 +200,8 @@ def test_grpo_on_success_leaves_a_group_nobody_solves_untrained(
 ) -> None:
     """``reward_signal="success"``: episodes whose totals differ but none solved are one
     flat group, so the step trains nothing (under "total" the same seed's group trains)."""
-    from agentharness.train.grpo import train_grpo
-
     out = tmp_path / "grpo"
-    final = train_grpo(
-        ["letters"],
-        out,
-        model=str(smol_checkpoint),
-        max_steps=1,
-        n_instances=1,
-        num_generations=3,
-        max_turns=1,
-        max_new_tokens=16,
-        max_completion_length=32,
-        learning_rate=1e-4,
-        seed=1,
-        reward_signal="success",
-    )
+    final = one_letters_step(smol_checkpoint, out, reward_signal="success")
     records = list(RunDir(out / "rollouts").episodes())
     assert len({r.reward.total for r in records}) > 1 and not any(r.reward.success for r in records)
     summary = json.loads((out / "train_summary.json").read_text())
