@@ -34,17 +34,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentharness.core.episode import Episode, ToolCallRecord
 from agentharness.core.registry import UnknownTaskError, episode_for, get_task
-from agentharness.export.common import write_jsonl
 from agentharness.export.sft import TOOL_FORMATS, ToolFormat, sft_rows
 from agentharness.loop.checks import LoopInputError
-from agentharness.store.reader import load_runs
 from agentharness.store.schema import EpisodeRecord, Timings
 
 DROP_REASONS = (
@@ -169,26 +166,6 @@ def correction_rows(
         dropped=dict(dropped),
     )
     return rows, report
-
-
-def correct_runs(
-    run_dirs: Sequence[str | Path],
-    out: Path,
-    *,
-    tool_format: ToolFormat = "text",
-    only_disagreeing: bool = False,
-    max_per_episode: int | None = None,
-) -> CorrectionReport:
-    """Write the correction rows of the episodes in ``run_dirs`` to ``out`` (JSONL)."""
-    records = load_runs(run_dirs, resolve_images=True).emit_warnings().records
-    rows, report = correction_rows(
-        records,
-        tool_format=tool_format,
-        only_disagreeing=only_disagreeing,
-        max_per_episode=max_per_episode,
-    )
-    write_jsonl(rows, out)
-    return report
 
 
 # -- internals ------------------------------------------------------------------------
