@@ -139,11 +139,13 @@ def test_the_cli_names_a_malformed_task_budget(value: str, message: str) -> None
 
 def test_the_success_signal_is_flat_over_unsolved_episodes_that_differ_in_total() -> None:
     """Partial credit moves "total" advantages between failures; "success" does not."""
-    from agentharness.train.grpo import REWARD_SIGNALS
+    from agentharness.train import REWARD_SIGNALS
+    from agentharness.train.grpo import REWARD_FUNCS
 
     env = {"env_reward": [0.0, 0.31, 0.95, 0.12], "env_success": [False, False, True, False]}
-    assert REWARD_SIGNALS["total"]([None] * 4, **env) == [0.0, 0.31, 0.95, 0.12]
-    assert REWARD_SIGNALS["success"]([None] * 4, **env) == [0.0, 0.0, 1.0, 0.0]
+    assert REWARD_FUNCS["total"]([None] * 4, **env) == [0.0, 0.31, 0.95, 0.12]
+    assert REWARD_FUNCS["success"]([None] * 4, **env) == [0.0, 0.0, 1.0, 0.0]
+    assert set(REWARD_FUNCS) == set(REWARD_SIGNALS)  # every signal the CLI offers trains
 
 
 def test_an_unknown_reward_signal_stops_before_training(tmp_path: Path) -> None:

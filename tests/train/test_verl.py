@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import re
 import warnings
 from types import SimpleNamespace
 from typing import Any
@@ -230,6 +231,29 @@ def test_compute_score_of_a_failed_rollout_and_bad_input(instance: Instance) -> 
         V.compute_score("agentharness/x", "nothing", None, {})
 
 
+def test_the_success_signal_scores_a_partly_credited_failure_zero() -> None:
+    """``reward_signal="success"`` (verl's reward_kwargs) pays only a solved episode."""
+    thermal = get_task("thermal").instance(3, "easy")
+    turns = expert_turns(thermal)
+    # The expert's final answer with every leading digit moved: near, but not a solve.
+    wrong = re.sub(r"(\d)\.(\d)", lambda m: f"{(int(m[1]) + 1) % 10}.{m[2]}", turns[-1])
+    solution = "\n".join([*turns[:-1], wrong])
+    truth = thermal.model_dump_json()
+    total = V.compute_score("agentharness/thermal", solution, truth)
+    assert total["success"] is False and 0.0 < total["score"] == total["total"] < 1.0
+    success = V.compute_score("agentharness/thermal", solution, truth, reward_signal="success")
+    assert success["score"] == 0.0 and success["total"] == total["total"]
+    solved = V.compute_score(
+        "agentharness/thermal", "\n".join(turns), truth, reward_signal="success"
+    )
+    assert solved["score"] == 1.0 and solved["success"] is True
+    recorded = {V.REWARD_FIELD: 0.4, V.SUCCESS_FIELD: False}
+    live = V.compute_score("agentharness/thermal", "", truth, recorded, reward_signal="success")
+    assert live["replayed"] is False and live["score"] == 0.0 and live["total"] == 0.4
+    with pytest.raises(ValueError, match="choose one of total, success"):
+        V.compute_score("agentharness/thermal", solution, truth, reward_signal="solved")
+
+
 def test_session_store_is_bounded(instance: Instance) -> None:
     store = V._Sessions(limit=2)
     for k in ("a", "b", "c"):
@@ -258,7 +282,7 @@ class ScriptedServer:
         return TokenOutput(token_ids=[*ids, self.tokenizer.eos_token_id], stop_reason="completed")
 
 
-def verl_config() -> Any:
+def verl_config(reward_kwargs: dict[str, Any] | None = None) -> Any:
     from omegaconf import OmegaConf
 
     multi_turn = {
@@ -280,7 +304,13 @@ def verl_config() -> Any:
                 }
             },
             "data": {},
-            "reward": {"custom_reward_function": {"path": V.__file__, "name": "compute_score"}},
+            "reward": {
+                "custom_reward_function": {
+                    "path": V.__file__,
+                    "name": "compute_score",
+                    "reward_kwargs": reward_kwargs or {},
+                }
+            },
         }
     )
 
@@ -379,6 +409,24 @@ def test_verl_agent_loop_plays_an_exported_row_end_to_end(
         extra_info=dict(row["extra_info"]),
     )
     assert replayed["replayed"] is True and replayed["score"] == pytest.approx(expected)
+    # verl passes the config's reward_kwargs to the function: the success signal.
+    assert output.extra_fields[V.SUCCESS_FIELD] is True
+    success_fn = get_custom_reward_fn(verl_config({"reward_signal": "success"}))
+    assert success_fn is not None
+    failed = success_fn(
+        data_source=row["data_source"],
+        solution_str="I give up.",
+        ground_truth=ground_truth,
+        extra_info=dict(row["extra_info"]),
+    )
+    assert failed["score"] == 0.0 and failed["replayed"] is True
+    solved = success_fn(
+        data_source=row["data_source"],
+        solution_str=solution,
+        ground_truth=ground_truth,
+        extra_info={**row["extra_info"], **output.extra_fields},
+    )
+    assert solved["score"] == 1.0 and solved["replayed"] is False
 
 
 def test_each_prompt_sees_only_its_own_tasks_tools(instance: Instance, tmp_path: Any) -> None:

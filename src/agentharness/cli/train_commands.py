@@ -288,7 +288,8 @@ def grpo_command(
 ) -> None:
     """Play episodes with the model, score them with the tasks' rewards, update with GRPO."""
     from agentharness.cli.main import ray_options
-    from agentharness.train.grpo import REWARD_SIGNALS, train_grpo
+    from agentharness.train import REWARD_SIGNALS
+    from agentharness.train.grpo import train_grpo
 
     ray_envs = ray_options(env_backend, address, workers)
     if rollout_dtype not in DTYPES:

@@ -46,7 +46,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.registry import get_task, split_task_id
 from agentharness.core.task import Budgets
 from agentharness.store.instances import read_instances
-from agentharness.train import TrainInputError
+from agentharness.train import TrainInputError, signal_score
 from agentharness.train.chat import ChatTemplateError, encode, plain_chat, render
 from agentharness.train.model import (
     finite_losses,
@@ -659,17 +659,18 @@ def episode_reward(
     completions: list[Any], env_reward: list[float], **kwargs: Any
 ) -> list[float | None]:
     """The reward TRL optimizes: the task's own ``Reward.total`` for each played episode."""
-    return [float(r) for r in env_reward]
+    return [signal_score(r, False, "total") for r in env_reward]
 
 
 def episode_success(
     completions: list[Any], env_success: list[bool], **kwargs: Any
 ) -> list[float | None]:
     """The reward TRL optimizes under ``reward_signal="success"``: 1.0 for a solved episode."""
-    return [1.0 if s else 0.0 for s in env_success]
+    return [signal_score(0.0, s, "success") for s in env_success]
 
 
-REWARD_SIGNALS = {"total": episode_reward, "success": episode_success}
+# TRL's reward function for each of train.REWARD_SIGNALS.
+REWARD_FUNCS = {"total": episode_reward, "success": episode_success}
 
 
 def shared_prompt_logps(
@@ -1336,9 +1337,9 @@ def train_grpo(
         raise TrainInputError(
             "GRPO needs num_generations >= 2 (advantages are relative within a group)"
         )
-    if opts.reward_signal not in REWARD_SIGNALS:
+    if opts.reward_signal not in REWARD_FUNCS:
         raise TrainInputError(
-            f"reward_signal {opts.reward_signal!r}: choose one of {', '.join(REWARD_SIGNALS)}"
+            f"reward_signal {opts.reward_signal!r}: choose one of {', '.join(REWARD_FUNCS)}"
         )
     # "auto" becomes what this machine runs fast, and the summary records which
     opts = replace(
@@ -1426,7 +1427,7 @@ def train_grpo(
         checkpoint_rows=opts.checkpoint_rows,
         skip_flat_groups=opts.skip_flat_groups,
         model=net,
-        reward_funcs=REWARD_SIGNALS[opts.reward_signal],
+        reward_funcs=REWARD_FUNCS[opts.reward_signal],
         args=config,
         train_dataset=dataset,
         processing_class=tokenizer,

@@ -33,6 +33,11 @@ fields into ``extra_info``, and :func:`compute_score` uses it. Without it (a tra
 that stopped before the final tool, or another rollout path), :func:`compute_score`
 re-executes the episode from the instance and the tool calls in ``solution_str``.
 
+**What is optimized.** :func:`compute_score` scores ``Reward.total`` by default; with
+``reward_signal: success`` in verl's ``custom_reward_function.reward_kwargs`` it scores 1
+for a solved episode and 0 otherwise, as ``bootcamp train grpo --reward-signal success``
+does (partial credit then cannot rank failures).
+
 Interaction-only training (no verl tools; the model writes ``<tool_call>`` text and the
 interaction runs the tools, as InternBootcamp's verl interactions do) works too:
 :meth:`AgentHarnessInteraction.generate_response` steps the episode with the assistant's
@@ -60,10 +65,11 @@ from agentharness.core.episode import FORMAT_HINT, Episode
 from agentharness.core.instance import Instance
 from agentharness.core.messages import ImagePart, Message, ToolCall
 from agentharness.core.registry import episode_for
-from agentharness.train import TrainInputError
+from agentharness.train import TrainInputError, signal_score
 
 INTERACTION_NAME = "agentharness"
 REWARD_FIELD = "agentharness_reward"
+SUCCESS_FIELD = "agentharness_success"
 MAX_SESSIONS = 20_000  # open episodes per process; the least recently used are dropped
 
 
@@ -236,6 +242,7 @@ class _ToolImpl:
             extra = getattr(kwargs.get("agent_data"), "extra_fields", None)
             if isinstance(extra, dict):
                 extra[REWARD_FIELD] = float(reward.total)
+                extra[SUCCESS_FIELD] = bool(reward.success)
         images = _pil_images(obs.messages)
         return tool_response(_tool_text(obs.messages), images), obs.step_reward, metrics
 
@@ -334,21 +341,31 @@ def compute_score(
     solution_str: str,
     ground_truth: str | dict[str, Any] | None,
     extra_info: dict[str, Any] | None = None,
+    reward_signal: str = "total",
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """verl reward function: the task's ``Reward.total`` for one rollout.
+    """verl reward function: the task's reward for one rollout, under ``reward_signal``.
 
-    Uses the reward the tools recorded when the episode ended
-    (``extra_info["agentharness_reward"]``); otherwise re-executes the episode: the
-    instance comes from ``ground_truth`` (the Instance JSON the exporter stores there) or
-    ``extra_info["interaction_kwargs"]["instance"]``, and each ``<tool_call>`` the model
-    wrote in ``solution_str`` (tool responses and format hints removed) is replayed as one
-    turn. Returns ``{"score", "success", "replayed", "end_reason"}`` (verl logs the extras).
+    ``reward_signal`` (verl's ``custom_reward_function.reward_kwargs``) is ``total``
+    (``Reward.total``) or ``success`` (1 solved, 0 not). Uses the reward the tools recorded
+    when the episode ended (``extra_info["agentharness_reward"]`` and ``..._success``);
+    otherwise re-executes the episode: the instance comes from ``ground_truth`` (the
+    Instance JSON the exporter stores there) or ``extra_info["interaction_kwargs"]["instance"]``,
+    and each ``<tool_call>`` the model wrote in ``solution_str`` (tool responses and format
+    hints removed) is replayed as one turn. Returns ``{"score", "total", "success",
+    "replayed", "end_reason"}`` (verl logs the extras).
     """
+    signal_score(0.0, False, reward_signal)  # a misspelt signal fails before any scoring
     info = extra_info or {}
-    live = info.get(REWARD_FIELD)
-    if isinstance(live, int | float):
-        return {"score": float(live), "success": None, "replayed": False, "end_reason": "recorded"}
+    live, solved = info.get(REWARD_FIELD), info.get(SUCCESS_FIELD)
+    if isinstance(live, int | float) and isinstance(solved, bool):
+        return {
+            "score": signal_score(live, solved, reward_signal),
+            "total": float(live),
+            "success": solved,
+            "replayed": False,
+            "end_reason": "recorded",
+        }
     raw = ground_truth or (info.get("interaction_kwargs") or {}).get("instance")
     if raw is None:
         raise TrainInputError(
@@ -357,7 +374,8 @@ def compute_score(
     episode = replay(parse_instance(raw), solution_str)
     reward = episode.reward()
     return {
-        "score": float(reward.total),
+        "score": signal_score(reward.total, reward.success, reward_signal),
+        "total": float(reward.total),
         "success": bool(reward.success),
         "replayed": True,
         "end_reason": episode.end_reason,
