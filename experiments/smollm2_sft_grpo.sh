@@ -92,6 +92,10 @@ GRPO_SEED=${GRPO_SEED:-0}
 # v31/v32 on total lost robot_reach-v7 instances: among unsolved episodes, stopping early near
 # the target earns partial credit and continuing does not, so GRPO taught early stops.
 GRPO_REWARD=${GRPO_REWARD:-total}
+# sft: stop after the SFT stage's evaluation (and summarize it): no probe, no GRPO. For
+# experiments on the SFT stage alone (a DAgger run: DAGGER_TASKS=... STOP_AFTER=sft).
+STOP_AFTER=${STOP_AFTER:-}
+case "$STOP_AFTER" in ""|sft) ;; *) echo "STOP_AFTER=$STOP_AFTER: choose sft or leave it empty" >&2; exit 2;; esac
 LAZY=${LAZY:-"lazy:defaults lazy:minimum lazy:maximum lazy:echo lazy:passive"}
 # Episodes decoded together by the local agent (one forward pass per token for all of them,
 # each keeping its KV cache across turns); greedy turns match one-at-a-time decoding
@@ -192,6 +196,12 @@ fi
 
 log "2/3 after SFT"
 eval_stage local sft --model "$SFT_MODEL"
+if [ "$STOP_AFTER" = sft ]; then
+  log "summary (paired bootstrap by instance; STOP_AFTER=sft: no GRPO)"
+  $PYTHON experiments/summarize.py summary "$W" -o "$RESULTS"
+  log "done in $(( ($(date +%s) - start) / 60 )) min (load $(cut -d' ' -f1-3 /proc/loadavg))"
+  exit 0
+fi
 
 if [ "$N_PROBE" -gt 0 ]; then
   log "GRPO curriculum: sample the SFT policy $PROBE_K times on $N_PROBE fresh instances per task (seeds 100000+), keep those it sometimes solves"

@@ -102,6 +102,24 @@ def test_every_flag_the_script_passes_exists() -> None:
         assert not missing, f"`bootcamp {command}` has no {', '.join(missing)}"
 
 
+def test_an_unknown_stop_after_fails_before_any_work(tmp_path: Path) -> None:
+    """STOP_AFTER is checked first: a typo must not surface after hours of SFT."""
+    import os
+    import subprocess
+
+    work = tmp_path / "w"
+    done = subprocess.run(
+        ["bash", str(SCRIPT), str(work)],
+        env={**os.environ, "STOP_AFTER": "grpo", "BOOTCAMP": "false"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2 and "STOP_AFTER=grpo: choose sft" in done.stderr
+    assert not work.exists()
+    assert default("STOP_AFTER") == ""
+
+
 def test_group_rewards_splits_a_grpo_log_by_step_and_instance(tmp_path: Path) -> None:
     """The reward curve marks which task each GRPO group played (mixed-task runs)."""
     import asyncio
