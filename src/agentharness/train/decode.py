@@ -184,6 +184,23 @@ def _mask_bias(attention_mask: Any, kv_heads: int, group: int, shared: int) -> A
     return bias
 
 
+def regrow(cache: Any, shape: tuple[int, int, int, int], rows: int, keep: int) -> None:
+    """Replace each layer's key and value buffer of ``cache`` (``SlotCache``, ``BlockCache``)
+    by zeros of ``shape`` holding the old buffer's first ``rows`` slots and ``keep`` positions
+    (the first call, with no buffers yet, appends them)."""
+    import torch
+
+    rows = min(rows, shape[0])
+    for store in (cache.keys, cache.values):
+        for i in range(cache.layers):
+            fresh = torch.zeros(shape, dtype=cache.dtype, device=cache.device)
+            if i < len(store):
+                fresh[:rows, :, :keep] = store[i][:rows, :, :keep]
+                store[i] = fresh
+            else:
+                store.append(fresh)
+
+
 class SlotCache:
     """Per-layer key/value buffers of shape (slots, kv_heads, capacity, head_dim).
 
@@ -209,8 +226,6 @@ class SlotCache:
 
     def reserve(self, slots: int, capacity: int) -> None:
         """Make room for ``slots`` rows of ``capacity`` positions (doubling, keeping the contents)."""
-        import torch
-
         if slots <= self.slots and capacity <= self.capacity:
             return
         new_slots = max(slots, 2 * self.slots) if slots > self.slots else self.slots
@@ -218,15 +233,7 @@ class SlotCache:
         while new_cap < capacity:
             new_cap *= 2
         shape = (new_slots, self.kv_heads, new_cap, self.head_dim)
-        for store in (self.keys, self.values):
-            for i in range(self.layers):
-                grown = torch.zeros(shape, dtype=self.dtype, device=self.device)
-                if store and self.capacity:
-                    grown[: self.slots, :, : self.capacity] = store[i]
-                if len(store) > i:
-                    store[i] = grown
-                else:
-                    store.append(grown)
+        regrow(self, shape, self.slots, self.capacity)
         self.slots, self.capacity = new_slots, new_cap
 
     def copy_slot(self, src: int, dst: int, length: int, start: int = 0) -> None:

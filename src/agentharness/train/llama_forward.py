@@ -169,18 +169,9 @@ class BlockCache:
 
     def _allocate(self, slots: int, capacity: int, keep: int) -> None:
         """Buffers of ``slots`` x ``capacity``, the first ``keep`` positions of the old ones kept."""
-        import torch
+        from agentharness.train.decode import regrow
 
-        shape = (slots, self.kv_heads, capacity, self.head_dim)
-        rows = min(slots, self.slots)
-        for store in (self.keys, self.values):
-            for i in range(self.layers):
-                fresh = torch.zeros(shape, dtype=self.dtype, device=self.device)
-                if i < len(store):
-                    fresh[:rows, :, :keep] = store[i][:rows, :, :keep]
-                    store[i] = fresh
-                else:
-                    store.append(fresh)
+        regrow(self, (slots, self.kv_heads, capacity, self.head_dim), self.slots, keep)
         self.slots, self.capacity = slots, capacity
 
     def reserve(self, slots: int, capacity: int) -> None:
