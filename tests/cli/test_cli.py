@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,32 @@ def test_a_second_eval_with_another_agent_is_refused_unless_appended(tmp_path: P
     assert harder.exit_code == 2 and "difficulty" in harder.output
     assert _eval(out, "--agent", "random", "--append").exit_code == 0
     assert len((out / "episodes.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_copied_run_resumes_and_changed_instances_are_another_eval(tmp_path: Path) -> None:
+    """Run identity follows what an instances file holds, not where it lies."""
+    first = tmp_path / "a"
+    first.mkdir()
+    made = runner.invoke(app, ["generate", "guess", "-n", "2", "-o", str(first / "i.jsonl")])
+    assert made.exit_code == 0, made.output
+
+    def evaluate(where: Path) -> Any:
+        args = ["eval", "--agent", "expert", "--instances", str(where / "i.jsonl")]
+        return runner.invoke(app, [*args, "--quiet", "--out", str(where / "run")])
+
+    assert evaluate(first).exit_code == 0
+    copy = tmp_path / "b"
+    shutil.copytree(first, copy)
+    resumed = evaluate(copy)
+    assert resumed.exit_code == 0 and "skipped 2" in resumed.output, resumed.output
+    made = runner.invoke(
+        app, ["generate", "guess", "-n", "2", "--seed", "7", "-o", str(copy / "i.jsonl")]
+    )
+    assert made.exit_code == 0, made.output
+    changed = evaluate(copy)
+    assert changed.exit_code == 2
+    assert "the files at that path changed since" in " ".join(changed.output.split())
+    assert len((copy / "run" / "episodes.jsonl").read_text().splitlines()) == 2
 
 
 def test_every_episode_failing_the_same_way_is_one_line_and_exit_1(

@@ -199,3 +199,40 @@ def test_atomic_writes_replace_files_and_write_through_streams(tmp_path: Path) -
         "run.json",
         "stdout",
     ]
+
+
+def test_content_fingerprint_follows_content_not_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentharness.store import run as store_run
+    from agentharness.store.run import content_fingerprint
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "weights.bin").write_bytes(bytes(range(256)) * 64)
+    (model / "checkpoints").mkdir()  # subdirectories are not the model
+    digest = content_fingerprint(model)
+    assert digest is not None and digest.startswith("sha256:")
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for f in ("config.json", "weights.bin"):
+        (copy / f).write_bytes((model / f).read_bytes())
+    assert content_fingerprint(copy) == digest  # another path, the same model
+    (model / "checkpoints" / "x").write_text("later")
+    assert content_fingerprint(model) == digest
+    (copy / "weights.bin").write_bytes(bytes(range(255, -1, -1)) * 64)  # retrained in place
+    assert content_fingerprint(copy) != digest
+    assert content_fingerprint(tmp_path / "missing") is None and content_fingerprint(None) is None
+    # A big file is read in blocks spread over it; a change inside any block is seen.
+    monkeypatch.setattr(store_run, "SAMPLED_ABOVE", 1000)
+    monkeypatch.setattr(store_run, "SAMPLE_BLOCKS", 4)
+    monkeypatch.setattr(store_run, "SAMPLE_BLOCK", 100)
+    big = tmp_path / "big.bin"
+    big.write_bytes(bytes(5000))
+    before = content_fingerprint(big)
+    for where in (0, 1700, 4999):  # the first, the second and the last block
+        data = bytearray(5000)
+        data[where] = 1
+        big.write_bytes(bytes(data))
+        assert content_fingerprint(big) != before, where

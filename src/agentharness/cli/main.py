@@ -26,6 +26,7 @@ from agentharness.core.registry import (
 )
 from agentharness.core.task import TaskConfigError
 from agentharness.store.instances import read_instances, write_instances
+from agentharness.store.run import content_fingerprint
 
 if TYPE_CHECKING:
     from agentharness.store.summary import RunSummary
@@ -257,6 +258,8 @@ def eval_(
         "difficulty": difficulty,
         "knobs": parse_knobs(knob),
         "instances_file": str(instances) if instances else None,
+        "instances_digest": content_fingerprint(instances),
+        "model_digest": content_fingerprint(model),
         "k": k,
         "max_turns": max_turns,
         "temperature": temperature,
@@ -360,6 +363,10 @@ def eval_(
         raise fail("no instance could be generated; see the warnings above", code=1)
 
 
+# identity keys naming a path -> the key of the fingerprint of what it held
+CONTENT_OF = {"instances_file": "instances_digest", "model": "model_digest"}
+
+
 def _refuse_mixing(run_dir: Any, identity: dict[str, Any]) -> None:
     """Stop an eval that would append another agent's or config's episodes to a run."""
     from agentharness.store.run import RunDirError
@@ -370,10 +377,16 @@ def _refuse_mixing(run_dir: Any, identity: dict[str, Any]) -> None:
     before = previous.get("identity") or {
         key: previous.get(key) for key in ("agent", "tasks", "difficulty", "k")
     }
+    # Where both evals fingerprinted what a path held, the content decides, not the path:
+    # a copied run resumes, and a model retrained in place is another eval.
+    by_content = {
+        key for key, digest in CONTENT_OF.items() if before.get(digest) and identity.get(digest)
+    }
     changed = [
         f"{key} {identity.get(key)!r} (the run has {before[key]!r})"
+        + (" (the files at that path changed since)" if key in CONTENT_OF.values() else "")
         for key in before
-        if before[key] != identity.get(key)
+        if key not in by_content and before[key] != identity.get(key)
     ]
     if changed:
         raise RunDirError(

@@ -386,6 +386,44 @@ class RunDir:
         return ids
 
 
+SAMPLED_ABOVE = 64 << 20  # bytes: a bigger file is fingerprinted by blocks spread over it
+SAMPLE_BLOCKS, SAMPLE_BLOCK = 64, 1 << 20
+
+
+def content_fingerprint(path: str | Path | None) -> str | None:
+    """A digest of what ``path`` holds (a file, or a directory's files), ``None`` if nothing.
+
+    An eval's run identity records it beside the path it was given (an instances file, a
+    model directory), so a copied run resumes while a model retrained at the same path is
+    another eval. Files up to 64 MiB are hashed whole; a bigger one by its size and 64
+    blocks of 1 MiB spread evenly over it: fine-tuning rewrites weights throughout a file,
+    and reading gigabytes would delay every eval's start. A directory hashes its regular
+    files directly inside it (a model's weights, config and tokenizer), by name.
+    """
+    if path is None:
+        return None
+    root = Path(path)
+    if root.is_file():
+        files = [root]
+    elif root.is_dir():
+        files = sorted(f for f in root.iterdir() if f.is_file())
+    else:
+        return None
+    digest = hashlib.sha256()
+    for file in files:
+        size = file.stat().st_size
+        digest.update(f"{file.name if file is not root else ''}\0{size}\0".encode())
+        with open(file, "rb") as f:
+            if size <= SAMPLED_ABOVE:
+                for block in iter(lambda: f.read(SAMPLE_BLOCK), b""):
+                    digest.update(block)
+                continue
+            for i in range(SAMPLE_BLOCKS):
+                f.seek((size - SAMPLE_BLOCK) * i // (SAMPLE_BLOCKS - 1))
+                digest.update(f.read(SAMPLE_BLOCK))
+    return "sha256:" + digest.hexdigest()[:32]
+
+
 def find_run_dirs(root: Path, depth: int = 3) -> list[Path]:
     """``root`` if it is a run directory, else the run directories up to ``depth`` levels below it."""
     if (root / EPISODES).is_file():
