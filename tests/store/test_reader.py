@@ -112,6 +112,8 @@ def test_instances_files_and_rl_rows_read_the_same(tmp_path: Path) -> None:
 def test_bad_instances_files(tmp_path: Path) -> None:
     with pytest.raises(RunDirError, match="does not exist"):
         read_instances(tmp_path / "missing.jsonl")
+    with pytest.raises(RunDirError, match="is a directory; pass an instances file in it"):
+        read_instances(tmp_path)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"messages": []}\n')
     with (

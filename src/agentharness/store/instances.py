@@ -42,6 +42,10 @@ def read_instances(
     a task that is not registered.
     """
     path = Path(path)
+    if path.is_dir():
+        raise RunDirError(
+            f"{path} is a directory; pass an instances file in it (JSONL, one instance a line)"
+        )
     if not path.is_file():
         raise RunDirError(
             f"instances file {path} does not exist (make one with `bootcamp generate` or "
