@@ -76,6 +76,10 @@ GRPO_ROLLOUT_DTYPE=${GRPO_ROLLOUT_DTYPE:-auto}  # a bfloat16 sampling copy where
 # (robot_reach 30 -> 39, thermal 30 -> 35; harmony untrained: the probe kept none of its).
 N_PROBE=${N_PROBE:-24}
 PROBE_K=${PROBE_K:-2}
+# Per-task samples for the probe, e.g. "harmony-v5=8": a task the SFT policy almost always
+# solves needs more samples to show its rare failures (v33's harmony: 46 of 48 solved, so
+# no instance qualified and GRPO never trained it). Tasks not named take PROBE_K.
+PROBE_K_OF=${PROBE_K_OF:-}
 GRPO_STEPS=${GRPO_STEPS:-48}                # 16 groups a task (v25: 32 over two tasks)
 GROUP=${GROUP:-8}                   # GRPO group size
 PROMPTS_PER_STEP=${PROMPTS_PER_STEP:-1}  # GRPO groups (problems) per optimizer step
@@ -113,6 +117,7 @@ log "tasks: $TASK_SPECS (task:turns:tokens[:difficulty], default $DIFFICULTY)"
 spec_of() { for s in $TASK_SPECS; do [ "${s%%:*}" = "$1" ] && echo "$s" && return; done; echo "no $1 in TASK_SPECS" >&2; return 1; }
 difficulty_of() { local task turns tokens difficulty; IFS=: read -r task turns tokens difficulty <<< "$(spec_of "$1")"; echo "${difficulty:-$DIFFICULTY}"; }
 # grpo_turns/grpo_tokens TASK: the budget GRPO (and its probe) plays TASK under
+probe_k() { for s in $PROBE_K_OF; do [ "${s%%=*}" = "$1" ] && echo "${s#*=}" && return; done; echo "$PROBE_K"; }
 grpo_turns() { local task turns rest; IFS=: read -r task turns rest <<< "$(spec_of "$1")"; echo "${GRPO_MAX_TURNS:-$turns}"; }
 grpo_tokens() { local task turns tokens rest; IFS=: read -r task turns tokens rest <<< "$(spec_of "$1")"; echo "${GRPO_MAX_TOKENS:-$tokens}"; }
 
@@ -204,9 +209,9 @@ if [ "$STOP_AFTER" = sft ]; then
 fi
 
 if [ "$N_PROBE" -gt 0 ]; then
-  log "GRPO curriculum: sample the SFT policy $PROBE_K times on $N_PROBE fresh instances per task (seeds 100000+), keep those it sometimes solves"
+  log "GRPO curriculum: sample the SFT policy $PROBE_K times${PROBE_K_OF:+ ($PROBE_K_OF)} on $N_PROBE fresh instances per task (seeds 100000+), keep those it sometimes solves"
   for task in ${GRPO_TASKS//,/ }; do
-    $BOOTCAMP eval --agent local --model "$SFT_MODEL" --tasks "$task" -n "$N_PROBE" -k "$PROBE_K" \
+    $BOOTCAMP eval --agent local --model "$SFT_MODEL" --tasks "$task" -n "$N_PROBE" -k "$(probe_k "$task")" \
       --difficulty "$(difficulty_of "$task")" --seed 100000 --max-turns "$(grpo_turns "$task")" --max-tokens "$(grpo_tokens "$task")" \
       --temperature 1.0 --concurrency "$EVAL_CONCURRENCY" --quiet --out "$W/runs/probe/$task"
   done

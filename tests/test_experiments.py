@@ -120,6 +120,17 @@ def test_an_unknown_stop_after_fails_before_any_work(tmp_path: Path) -> None:
     assert default("STOP_AFTER") == ""
 
 
+def test_probe_samples_can_differ_per_task() -> None:
+    import subprocess
+
+    (line,) = [x for x in SCRIPT.read_text().splitlines() if x.startswith("probe_k()")]
+    assert '-k "$(probe_k "$task")"' in SCRIPT.read_text() and default("PROBE_K_OF") == ""
+    program = f'PROBE_K=2; PROBE_K_OF="harmony-v5=8 thermal-v6=3"; {line}; '
+    program += "probe_k harmony-v5; probe_k thermal-v6; probe_k robot_reach-v7"
+    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["8", "3", "2"]
+
+
 def test_group_rewards_splits_a_grpo_log_by_step_and_instance(tmp_path: Path) -> None:
     """The reward curve marks which task each GRPO group played (mixed-task runs)."""
     import asyncio
