@@ -279,9 +279,11 @@ def summary(work: Path, out: Path) -> dict[str, Any]:
             t: max(v["tasks"][t]["mean"] for v in lazies.values() if t in v["tasks"]) for t in tasks
         }
         result["best_lazy"]["per_task_best_mean"] = statistics.fmean(per.values())
-    for model in ("sft", "grpo"):
+    for model in ("sft", "sft_dagger", "grpo"):
         summ = _train_summary(work / "models" / model)
-        if summ:
+        if not summ:  # a summary left by an earlier run in OUT would pass for this one's
+            (out / f"{model}_train_summary.json").unlink(missing_ok=True)
+        else:
             shutil.copy(
                 work / "models" / model / "train_summary.json", out / f"{model}_train_summary.json"
             )
