@@ -46,7 +46,7 @@ from agentharness.core.instance import Instance
 from agentharness.core.registry import get_task, split_task_id
 from agentharness.core.task import Budgets
 from agentharness.store.instances import read_instances
-from agentharness.train import TrainInputError, signal_score
+from agentharness.train import TrainInputError
 from agentharness.train.chat import ChatTemplateError, encode, plain_chat, render
 from agentharness.train.model import (
     finite_losses,
@@ -659,14 +659,14 @@ def episode_reward(
     completions: list[Any], env_reward: list[float], **kwargs: Any
 ) -> list[float | None]:
     """The reward TRL optimizes: the task's own ``Reward.total`` for each played episode."""
-    return [signal_score(r, False, "total") for r in env_reward]
+    return [float(r) for r in env_reward]
 
 
 def episode_success(
     completions: list[Any], env_success: list[bool], **kwargs: Any
 ) -> list[float | None]:
     """The reward TRL optimizes under ``reward_signal="success"``: 1.0 for a solved episode."""
-    return [signal_score(0.0, s, "success") for s in env_success]
+    return [1.0 if s else 0.0 for s in env_success]
 
 
 # TRL's reward function for each of train.REWARD_SIGNALS.
