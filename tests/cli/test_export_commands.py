@@ -79,6 +79,34 @@ def test_export_rl_verl_and_trl(run_dir: Path, tmp_path: Path) -> None:
     r = invoke("export", "rl", "--instances", inst, "--format", "trl", "-o", trl_out)
     assert r.exit_code == 0, r.output
     assert [row["seed"] for row in lines(trl_out)] == [0, 1, 2]
+    assert {row["max_turns"] for row in lines(trl_out)} == {None}
+    r = invoke(
+        "export", "rl", "--instances", inst, "--format", "trl", "-o", trl_out,
+        "--task-turns", "thermal=4",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert {row["max_turns"] for row in lines(trl_out)} == {4}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("thermal", "write TASK=TURNS"),
+        ("thermal=0", "at least 1"),
+        ("thermal=2.5", "at least 1"),
+        ("nosuchtask=3", "nosuchtask"),
+        ("guess=3", "no prompt plays"),  # a known task the instances do not hold
+    ],
+)
+def test_export_rl_task_turns_that_cannot_apply_are_refused(
+    tmp_path: Path, spec: str, message: str
+) -> None:
+    inst = tmp_path / "inst.jsonl"
+    assert invoke("generate", "thermal", "-n", "1", "-o", inst).exit_code == 0
+    out = tmp_path / "rl.parquet"
+    r = invoke("export", "rl", "--instances", inst, "-o", out, "--task-turns", spec)
+    assert r.exit_code != 0 and message in r.output, r.output
+    assert not out.exists()
 
 
 def test_export_rl_bad_arguments(run_dir: Path, tmp_path: Path) -> None:

@@ -164,3 +164,18 @@ def test_a_source_missing_its_package_names_the_extra(monkeypatch: pytest.Monkey
     monkeypatch.setattr(rg_source, "load", other)
     with pytest.raises(ModuleNotFoundError, match="my_rewards"):
         get_task("rg:no_such_dataset_here")
+
+
+def test_episode_for_takes_a_turn_budget_over_the_tasks() -> None:
+    import numpy as np
+
+    from agentharness.core.registry import episode_for
+
+    instance = get_task("thermal").instance(0, "easy")
+    default = get_task("thermal").interaction.budgets
+    assert episode_for(instance).budgets == default
+    capped = episode_for(instance, max_turns=np.int64(2))  # parquet rows may hold numpy ints
+    assert capped.budgets == default.override(max_turns=2)
+    for bad in (0, -3, True, 2.5, "3"):
+        with pytest.raises(ValueError, match="whole number of at least 1"):
+            episode_for(instance, max_turns=bad)  # type: ignore[arg-type]

@@ -24,7 +24,8 @@ from agentharness.export.verl import (
 from agentharness.store.run import RunDir
 
 STR = pa.string()
-KWARGS = pa.struct([pa.field("create_kwargs", pa.struct([pa.field("instance", STR)]))])
+INSTANCE_AND_TURNS = [pa.field("instance", STR), pa.field("max_turns", pa.int64())]
+KWARGS = pa.struct([pa.field("create_kwargs", pa.struct(INSTANCE_AND_TURNS))])
 
 
 def test_verl_parquet_has_the_documented_columns_and_types(text_run: Path, tmp_path: Path) -> None:
@@ -59,7 +60,7 @@ def test_verl_parquet_has_the_documented_columns_and_types(text_run: Path, tmp_p
     assert extra.field("index").type == pa.int64()
     assert extra.field("need_tools_kwargs").type == pa.bool_()
     assert extra.field("interaction_kwargs").type == pa.struct(
-        [pa.field("name", STR), pa.field("instance", STR)]
+        [pa.field("name", STR), *INSTANCE_AND_TURNS]
     )
     tools_kwargs = extra.field("tools_kwargs").type
     tool_names = {tools_kwargs.field(i).name for i in range(tools_kwargs.num_fields)}
@@ -81,13 +82,64 @@ def test_verl_parquet_has_the_documented_columns_and_types(text_run: Path, tmp_p
         assert (
             Instance.model_validate_json(info["interaction_kwargs"]["instance"]) == record.instance
         )
+        assert info["interaction_kwargs"]["max_turns"] is None  # no --task-turns: the task's
         own = {t["function"]["name"] for t in record.tools}
         for name, kwargs in info["tools_kwargs"].items():
             instance = kwargs["create_kwargs"]["instance"]
+            assert kwargs["create_kwargs"]["max_turns"] is None
             assert (instance is not None) == (name in own)
             if instance is not None:
                 assert Instance.model_validate_json(instance) == record.instance
         assert [m["role"] for m in row["prompt"]][:2] == ["system", "user"]
+
+
+def test_task_turns_reach_each_rows_own_tools_interaction_and_trl_row(
+    text_run: Path, tmp_path: Path
+) -> None:
+    records = list(RunDir(text_run).episodes())
+    tasks = sorted({r.task for r in records})
+    assert len(tasks) >= 2
+    versioned, bare = tasks[0], tasks[1].split("-v")[0]  # a versioned id and a bare name
+    turns = {versioned: 3, bare: 7}
+    expected = {tasks[0]: 3, tasks[1]: 7}
+
+    out = tmp_path / "train.parquet"
+    export_rl([text_run], out, task_turns=turns)
+    for row in pq.read_table(out).to_pylist():
+        info = row["extra_info"]
+        want = expected.get(info["task"])
+        assert info["interaction_kwargs"]["max_turns"] == want
+        for name, kwargs in info["tools_kwargs"].items():
+            own = name in info["tool_selection"]
+            assert kwargs["create_kwargs"]["max_turns"] == (want if own else None)
+
+    trl = tmp_path / "train.jsonl"
+    export_rl([text_run], trl, format="trl", task_turns=turns)
+    rows = [json.loads(line) for line in trl.read_text().splitlines()]
+    assert {(r["task"], r["max_turns"]) for r in rows} == {
+        (r.task, expected.get(r.task)) for r in records
+    }
+
+
+@pytest.mark.parametrize(
+    ("turns", "message"),
+    [
+        ({"thermal-v1": 3}, "name that version"),  # another version of a task the rows play
+        ({"battery": 3}, "the prompts play"),  # a task no row plays
+        ({"thermal": 0}, "at least 1"),
+        ({"thermal": True}, "at least 1"),
+    ],
+)
+def test_task_turns_that_would_be_ignored_or_are_not_turns_are_refused(
+    text_run: Path, tmp_path: Path, turns: dict[str, int], message: str
+) -> None:
+    played = {r.task for r in RunDir(text_run).episodes()}
+    assert "thermal-v1" not in played and any(t.startswith("thermal-v") for t in played)
+    assert not any(t.startswith("battery") for t in played)
+    out = tmp_path / "train.parquet"
+    with pytest.raises(ExportError, match=message):
+        export_rl([text_run], out, task_turns=turns)
+    assert not out.exists()  # refused before anything is written
 
 
 def test_verl_configs_follow_verls_yaml_layout(text_run: Path, tmp_path: Path) -> None:

@@ -60,10 +60,26 @@ def test_the_methods_play_an_episode_and_the_reward_is_the_tasks() -> None:
     assert env.get_reward() == 0.0  # nothing done: finished as no_answer
 
 
+def test_a_rows_max_turns_ends_the_episode_there() -> None:
+    """``max_turns`` in the row (``export rl --task-turns``) is the episode's turn budget."""
+    instance = get_task("escape_room").instance(3, "easy")
+    env = environment_factory("escape_room")()  # type: ignore[operator]
+    env.reset(instance=instance.model_dump_json(), max_turns=2)
+    env.look()
+    assert "max_turns" in env.look()  # the second call used up the budget
+    assert "ended" in env.look() and env.get_reward() == 0.0
+    env.reset(instance=instance.model_dump_json(), max_turns=None)  # None: the task's budget
+    env.look(), env.look()
+    assert "ended" not in env.look()
+
+
 def test_bad_rows_and_reserved_names_are_clear_errors() -> None:
     env = environment_factory("escape_room")()  # type: ignore[operator]
     with pytest.raises(ValueError, match="needs 'instance'"):
         env.reset(prompt=[])
+    instance = get_task("escape_room").instance(3, "easy").model_dump_json()
+    with pytest.raises(ValueError, match=r"max_turns.*at least 1"):
+        env.reset(instance=instance, max_turns=0)
     other = get_task("thermal").instance(0, "easy").model_dump_json()
     with pytest.raises(ValueError, match="reached the escape_room"):
         env.reset(instance=other)

@@ -166,6 +166,42 @@ def test_a_tool_of_another_task_answers_with_an_error(tmp_path: Any) -> None:
     assert "not available" in asyncio.run(call())
 
 
+def test_a_rows_turn_budget_ends_the_tool_episode_there(instance: Instance, tmp_path: Any) -> None:
+    """``create_kwargs["max_turns"]`` (``export rl --task-turns``): the episode ends at it."""
+    calls, _, _ = expert_run(instance)
+    assert len(calls) > 2
+    tools = make_tools(tmp_path)
+    create_kwargs = {"instance": instance.model_dump_json(), "max_turns": 2}
+    agent_data = SimpleNamespace(request_id="req-two-turns", extra_fields={})
+
+    async def play() -> list[dict[str, Any]]:
+        seen = []
+        for name, args in calls[:3]:
+            iid, _ = await tools[name].create(create_kwargs=create_kwargs)
+            response, _, metrics = await tools[name].execute(iid, args, agent_data=agent_data)
+            await tools[name].release(iid)
+            seen.append({"text": response.text, **metrics})
+        return seen
+
+    first, second, third = asyncio.run(play())
+    assert not first["done"] and second["done"] and second["end_reason"] == "max_turns"
+    assert "has ended (max_turns)" in third["text"]
+    assert agent_data.extra_fields[V.SUCCESS_FIELD] is False
+
+
+def test_a_bad_turn_budget_in_a_row_says_how_to_fix_it(instance: Instance, tmp_path: Any) -> None:
+    tool = make_tools(tmp_path)["look"]
+
+    async def call() -> None:
+        iid, _ = await tool.create(
+            create_kwargs={"instance": instance.model_dump_json(), "max_turns": 0}
+        )
+        await tool.execute(iid, {}, agent_data=SimpleNamespace(request_id="bad", extra_fields={}))
+
+    with pytest.raises(V.TrainInputError, match=r"max_turns.*export rl"):
+        asyncio.run(call())
+
+
 def make_interaction(tmp_path: Any) -> Any:
     """The interaction from the exported config: through verl's loader when verl <= 0.7 is installed."""
     try:
@@ -215,6 +251,37 @@ def test_interaction_call_sequence_and_replayed_reward(instance: Instance, tmp_p
         f"agentharness/{instance.task}", solution, instance.model_dump_json(), {}
     )
     assert scored["replayed"] is True and scored["score"] == pytest.approx(expected)
+
+
+def test_interaction_and_replay_keep_the_rows_turn_budget(
+    instance: Instance, tmp_path: Any
+) -> None:
+    """An expert that needs more turns than the row allows: not solved, live or replayed."""
+    turns = expert_turns(instance)
+    budget = len(turns) - 1
+    kwargs = {"name": V.INTERACTION_NAME, "instance": instance.model_dump_json()}
+    interaction = make_interaction(tmp_path)
+    rid = "req-budget"
+
+    async def play() -> tuple[bool, dict[str, Any]]:
+        await interaction.start_interaction(rid, **kwargs, max_turns=budget)
+        messages: list[dict[str, str]] = []
+        done, data = False, {}
+        for text in turns[:budget]:
+            messages.append({"role": "assistant", "content": text})
+            done, _, _, data = await interaction.generate_response(rid, messages, **kwargs)
+        await interaction.finalize_interaction(rid)
+        return done, data
+
+    done, data = asyncio.run(play())
+    assert done and data["end_reason"] == "max_turns" and data["success"] is False
+    solution = "\n".join(turns)
+    truth = instance.model_dump_json()
+    assert V.compute_score("agentharness/x", solution, truth)["success"] is True
+    capped = V.compute_score(
+        "agentharness/x", solution, truth, {"interaction_kwargs": {**kwargs, "max_turns": budget}}
+    )
+    assert capped["success"] is False and capped["end_reason"] == "max_turns"
 
 
 def test_compute_score_of_a_failed_rollout_and_bad_input(instance: Instance) -> None:

@@ -109,6 +109,26 @@ def export_sft_command(
         console.print(f"images in {images_dir_for(out)}")
 
 
+def _task_turns(specs: list[str]) -> dict[str, int]:
+    """``--task-turns TASK=TURNS`` values as ``{task: turns}`` (known tasks, whole turns >= 1)."""
+    from agentharness.core.registry import UnknownTaskError, get_task
+
+    turns: dict[str, int] = {}
+    for spec in specs:
+        task, _, value = (part.strip() for part in spec.partition("="))
+        if not task or not value.isdigit() or int(value) < 1:
+            raise fail(
+                f"--task-turns {spec!r}: write TASK=TURNS with a whole number of at least 1, "
+                "e.g. robot_reach-v7=8"
+            )
+        try:
+            get_task(task)
+        except UnknownTaskError as e:
+            raise fail(f"--task-turns {spec!r}: {e}") from e
+        turns[task] = int(value)
+    return turns
+
+
 @export_app.command("rl")
 def export_rl_command(
     out: OutOpt,
@@ -124,6 +144,15 @@ def export_rl_command(
         typer.Option("--format", help="verl (parquet + tool/interaction YAML) or trl (JSONL)"),
     ] = "verl",
     split: Annotated[str, typer.Option(help="split name stored in verl's extra_info")] = "train",
+    task_turns: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--task-turns",
+            help="TASK=TURNS (repeatable): the turn budget that task's rows play under in the "
+            "trainer, e.g. the held-out budget `eval --max-turns` used (default: the task's)",
+            show_default=False,
+        ),
+    ] = None,
     allow_mixed_versions: MixedOpt = False,
 ) -> None:
     """RL prompts with everything the reward needs (the serialized instance)."""
@@ -140,6 +169,7 @@ def export_rl_command(
             f"--format {format} writes {'JSONL' if format == 'trl' else 'parquet'}; "
             f"name the output accordingly (got {out.name})"
         )
+    turns = _task_turns(task_turns or [])
     loaded = None
     if instances is not None:
         from agentharness.store.instances import read_instances
@@ -153,6 +183,7 @@ def export_rl_command(
             format=format,
             split=split,
             allow_mixed_versions=allow_mixed_versions,
+            task_turns=turns,
         )
     )
     console.print(f"wrote {n} prompts to {out}")

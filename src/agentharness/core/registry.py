@@ -18,13 +18,14 @@ takes a task id goes through it.
 from __future__ import annotations
 
 import importlib
+import operator
 import re
 import threading
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import Any, SupportsIndex, cast
 
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
@@ -319,7 +320,28 @@ def make(
     return Env(get_task(task_id), difficulty=difficulty, budgets=budgets, **knobs)
 
 
-def episode_for(instance: Instance, budgets: Budgets | None = None) -> Episode:
-    """An episode on a stored instance (replay, held-out and synthesized sets)."""
+def positive_turns(value: object) -> int:
+    """``value`` as a turn budget: a whole number of at least 1 (numpy integers too)."""
+    try:
+        turns = operator.index(cast(SupportsIndex, value))
+    except TypeError:
+        turns = 0
+    if isinstance(value, bool) or turns < 1:
+        raise ValueError(f"a turn budget must be a whole number of at least 1, got {value!r}")
+    return turns
+
+
+def episode_for(
+    instance: Instance, budgets: Budgets | None = None, *, max_turns: int | None = None
+) -> Episode:
+    """An episode on a stored instance (replay, held-out and synthesized sets).
+
+    ``budgets`` defaults to the task's; ``max_turns`` replaces their turn budget (the budget
+    a training row was exported with, so a trainer plays it as the evaluation does).
+    """
     spec = get_task(instance.task)
-    return Episode(spec=spec, instance=instance, budgets=budgets or spec.interaction.budgets)
+    budgets = budgets or spec.interaction.budgets
+    if max_turns is not None:
+        turns = positive_turns(max_turns)
+        budgets = budgets.override(max_turns=turns)
+    return Episode(spec=spec, instance=instance, budgets=budgets)

@@ -23,16 +23,24 @@ images             (only when some prompt has images) list<struct<bytes: binary,
 =================  ==========================================================================
 
 ``tools_kwargs`` has one entry per tool in the tool config written beside the parquet,
-``{"create_kwargs": {"instance": <Instance JSON>}}`` for the row's own task's tools and
-``{"create_kwargs": {"instance": null}}`` for the tools of other tasks in the same file:
+``{"create_kwargs": {"instance": <Instance JSON>, "max_turns": ...}}`` for the row's own task's
+tools and ``{"create_kwargs": {"instance": null, "max_turns": null}}`` for the tools of other
+tasks in the same file:
 every row has the same keys, so parquet stores it as one struct without null entries (verl
 reads ``tools_kwargs[name]["create_kwargs"]`` for each call), and a tool whose ``instance``
 is null is not part of that row's task. ``tool_selection`` names the row's own task's tools:
 verl's ``ToolAgentLoop`` (>= 0.9) shows and parses only those for the prompt, so a file mixing
 tasks never offers one task's tools to another's prompt. ``interaction_kwargs`` is ``{"name": "agentharness",
-"instance": <Instance JSON>}``. The tool config (``<out stem>.tools.yaml``) and interaction
-config (``<out stem>.interaction.yaml``, read by verl <= 0.7 only) are written next to the
-parquet; see :mod:`agentharness.export.verl`.
+"instance": <Instance JSON>, "max_turns": ...}``.
+
+``max_turns`` is the turn budget the row's episode plays under (``task_turns``, e.g. the
+held-out budget the evaluation uses; ``null``: the task's default); the tool, the interaction
+and the reward function (:mod:`agentharness.train.verl`) end the episode there, as
+``bootcamp eval --max-turns`` and ``train grpo --task-budget`` do.
+
+The tool config (``<out stem>.tools.yaml``) and interaction config
+(``<out stem>.interaction.yaml``, read by verl <= 0.7 only) are written next to the parquet;
+see :mod:`agentharness.export.verl`.
 
 Vision rows need a working ``qwen-vl-utils`` (and a torchvision built for the installed torch)
 wherever verl reads them: without it verl's ``RLHFDataset`` catches the import error while
@@ -44,13 +52,14 @@ imported here.
 instance::
 
     {"prompt": [OpenAI chat messages], "instance": "<Instance JSON>", "task": "thermal-v1",
-     "environment": "thermal-v1", "instance_id": "...", "difficulty": "easy", "seed": 3}
+     "environment": "thermal-v1", "instance_id": "...", "difficulty": "easy", "seed": 3,
+     "max_turns": null}
 
 plus, when some prompt has images, ``"images": [paths]`` with ``{"type": "image"}``
 placeholders in the message contents (TRL's VLM layout; files under ``<out stem>_images/``).
-The trainer builds the environment from ``instance`` (``agentharness.episode_for``), so
-tools are not repeated in the rows; ``environment`` is the column TRL's ``GRPOTrainer`` reads
-to pick each row's environment when given several
+The trainer builds the environment from ``instance`` (``agentharness.episode_for``, under
+``max_turns`` as in the verl rows), so tools are not repeated in the rows; ``environment`` is
+the column TRL's ``GRPOTrainer`` reads to pick each row's environment when given several
 (:func:`agentharness.train.trl.environment_factory`).
 
 **GRPO groups** (:func:`grpo_groups`): the rollouts of one instance by one agent form a
@@ -64,13 +73,14 @@ from __future__ import annotations
 import importlib
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import ImagePart, Message, TextPart
+from agentharness.core.registry import positive_turns, split_task_id
 from agentharness.export import verl as verl_config
 from agentharness.export.common import (
     ExportError,
@@ -141,6 +151,38 @@ def items_from_instances(instances: Sequence[Instance]) -> list[RLItem]:
     return items
 
 
+def turns_by_instance(
+    items: Sequence[RLItem], task_turns: Mapping[str, int] | None
+) -> dict[str, int | None]:
+    """Each item's turn budget from ``task_turns`` (keyed by versioned task id or bare name;
+    ``None``: the task's default). A budget for a task no item plays is an error, as is one
+    naming another version of a played task (its rows would silently keep the default)."""
+    task_turns = dict(task_turns or {})
+    for task, turns in task_turns.items():
+        try:
+            positive_turns(turns)
+        except ValueError as e:
+            raise ExportError(f"the turn budget of {task}: {e}") from e
+    played = {it.instance.task for it in items}
+    for task in task_turns:
+        if task in played or any(split_task_id(p)[0] == task for p in played):
+            continue
+        name = split_task_id(task)[0]
+        versions = sorted(p for p in played if split_task_id(p)[0] == name)
+        hint = (
+            f"the prompts play {', '.join(versions)}; name that version (or the bare name {name})"
+            if versions
+            else f"the prompts play {', '.join(sorted(played))}"
+        )
+        raise ExportError(f"a turn budget is given for {task}, which no prompt plays: {hint}")
+    return {
+        it.instance.instance_id: task_turns.get(
+            it.instance.task, task_turns.get(split_task_id(it.instance.task)[0])
+        )
+        for it in items
+    }
+
+
 # -- verl -----------------------------------------------------------------------------
 
 
@@ -169,16 +211,18 @@ def _verl_prompt(messages: Sequence[Message]) -> tuple[list[dict[str, str]], lis
 
 
 def verl_rows(
-    items: Sequence[RLItem], *, split: str = "train"
+    items: Sequence[RLItem], *, split: str = "train", task_turns: Mapping[str, int] | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """verl rows (see the module docstring) and the tools they use (for the tool config)."""
     tools = verl_config.collect_tools((it.instance.task, it.tools) for it in items)
+    turns_of = turns_by_instance(items, task_turns)
     rows: list[dict[str, Any]] = []
     any_images = False
     for index, it in enumerate(items):
         instance_json = it.instance.model_dump_json()
         own_names = [str(t.get("function", {}).get("name")) for t in it.tools]
         own = set(own_names)
+        turns = turns_of[it.instance.instance_id]
         prompt, images = _verl_prompt(it.prompt)
         any_images = any_images or bool(images)
         rows.append(
@@ -196,13 +240,17 @@ def verl_rows(
                     "tool_selection": own_names,
                     "tools_kwargs": {
                         name: {
-                            "create_kwargs": {"instance": instance_json if name in own else None}
+                            "create_kwargs": {
+                                "instance": instance_json if name in own else None,
+                                "max_turns": turns if name in own else None,
+                            }
                         }
                         for name in tools
                     },
                     "interaction_kwargs": {
                         "name": verl_config.INTERACTION_NAME,
                         "instance": instance_json,
+                        "max_turns": turns,
                     },
                 },
                 "images": [{"bytes": png, "path": None} for png in images],
@@ -218,9 +266,8 @@ def verl_schema(tool_names: Sequence[str], with_images: bool) -> Any:
     """The explicit Arrow schema of the verl parquet (so no type depends on inference)."""
     import pyarrow as pa
 
-    kwargs_type = pa.struct(
-        [pa.field("create_kwargs", pa.struct([pa.field("instance", pa.string())]))]
-    )
+    instance_and_turns = [pa.field("instance", pa.string()), pa.field("max_turns", pa.int64())]
+    kwargs_type = pa.struct([pa.field("create_kwargs", pa.struct(instance_and_turns))])
     extra = pa.struct(
         [
             pa.field("split", pa.string()),
@@ -232,7 +279,7 @@ def verl_schema(tool_names: Sequence[str], with_images: bool) -> Any:
             pa.field("tools_kwargs", pa.struct([pa.field(n, kwargs_type) for n in tool_names])),
             pa.field(
                 "interaction_kwargs",
-                pa.struct([pa.field("name", pa.string()), pa.field("instance", pa.string())]),
+                pa.struct([pa.field("name", pa.string()), *instance_and_turns]),
             ),
         ]
     )
@@ -274,14 +321,20 @@ def vision_support_problem() -> str | None:
     return None
 
 
-def write_verl(items: Sequence[RLItem], out: Path, *, split: str = "train") -> int:
+def write_verl(
+    items: Sequence[RLItem],
+    out: Path,
+    *,
+    split: str = "train",
+    task_turns: Mapping[str, int] | None = None,
+) -> int:
     """Write the verl parquet and its tool/interaction YAML next to it; returns rows written."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as e:
         raise ExportError("the verl export needs pyarrow: pip install 'agentharness[data]'") from e
-    rows, tools = verl_rows(items, split=split)
+    rows, tools = verl_rows(items, split=split, task_turns=task_turns)
     with_images = bool(rows) and "images" in rows[0]
     problem = vision_support_problem() if with_images else None
     if problem is not None:
@@ -304,9 +357,13 @@ def write_verl(items: Sequence[RLItem], out: Path, *, split: str = "train") -> i
 
 
 def trl_rows(
-    items: Sequence[RLItem], *, image_store: ImageStore | None = None
+    items: Sequence[RLItem],
+    *,
+    image_store: ImageStore | None = None,
+    task_turns: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """TRL prompt rows (see the module docstring)."""
+    turns_of = turns_by_instance(items, task_turns)
     rows: list[dict[str, Any]] = []
     for it in items:
         prompt: list[dict[str, Any]] = []
@@ -333,6 +390,7 @@ def trl_rows(
                 "instance_id": inst.instance_id,
                 "difficulty": inst.difficulty,
                 "seed": inst.seed,
+                "max_turns": turns_of[inst.instance_id],
                 "images": refs,
             }
         )
@@ -353,11 +411,13 @@ def export_rl(
     format: RLFormat = "verl",
     split: str = "train",
     allow_mixed_versions: bool = False,
+    task_turns: Mapping[str, int] | None = None,
 ) -> int:
     """Write RL prompts from ``run_dirs`` or ``instances`` (exactly one) to ``out``; returns rows.
 
     ``verl`` writes parquet plus ``<stem>.tools.yaml`` and ``<stem>.interaction.yaml``;
-    ``trl`` writes JSONL (images, if any, under ``<stem>_images/``).
+    ``trl`` writes JSONL (images, if any, under ``<stem>_images/``). ``task_turns`` gives
+    tasks (versioned id or bare name) the turn budget their rows' episodes play under.
     """
     if format not in RL_FORMATS:
         raise ExportError(f"RL format must be one of {', '.join(RL_FORMATS)}, got {format!r}")
@@ -372,10 +432,11 @@ def export_rl(
         items = items_from_records(records)
     check_versions((it.instance.task for it in items), allow_mixed=allow_mixed_versions)
     if format == "verl":
-        return write_verl(items, out, split=split)
+        return write_verl(items, out, split=split, task_turns=task_turns)
     from agentharness.export.sft import images_dir_for
 
-    return write_jsonl(trl_rows(items, image_store=ImageStore(images_dir_for(out))), out)
+    rows = trl_rows(items, image_store=ImageStore(images_dir_for(out)), task_turns=task_turns)
+    return write_jsonl(rows, out)
 
 
 # -- GRPO groups ----------------------------------------------------------------------

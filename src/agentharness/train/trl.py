@@ -12,8 +12,8 @@ and ``get_reward()`` after it. :func:`environment_factory` builds such a class p
   the tool's answer text (argument errors and unknown values come back as text, as in
   every other driver, never as exceptions);
 * ``reset(**row)`` opens a fresh episode on the row's ``instance`` (the Instance JSON
-  that ``bootcamp export rl --format trl`` writes); instances are pooled and reused by
-  TRL, so nothing survives a reset;
+  that ``bootcamp export rl --format trl`` writes), under the row's ``max_turns`` when it
+  has one; instances are pooled and reused by TRL, so nothing survives a reset;
 * ``get_reward()`` is the task's ``Reward.total``; a rollout that stopped calling tools
   before the episode ended is finished as ``no_answer`` first, as the runner does.
 
@@ -75,7 +75,10 @@ class TaskEnvironment:
                 f"a {instance.task} row reached the {self.spec.id} environment; pass every task of "
                 "the dataset to environment_factory (rows pick theirs by 'environment')"
             )
-        self._episode = episode_for(instance, self.budgets)
+        try:  # the row's turn budget (`export rl --task-turns`), else the class's budgets
+            self._episode = episode_for(instance, self.budgets, max_turns=row.get("max_turns"))
+        except ValueError as e:
+            raise TrainInputError(f"the row's max_turns: {e}") from e
         return None
 
     def get_reward(self) -> float:

@@ -26,10 +26,13 @@ in-process store. verl has called tools in two ways, both supported:
   with a fresh ``instance_id`` — the trajectory is ``agent_data.request_id``, which is also
   the ``instance_id`` the interaction is started with.
 
-``create_kwargs`` carries ``{"instance": <Instance JSON>}`` (``null`` for a tool of another
-task in the same dataset). When a call ends the episode, the tool writes the final reward
-to ``agent_data.extra_fields["agentharness_reward"]``; verl's reward manager merges those
-fields into ``extra_info``, and :func:`compute_score` uses it. Without it (a trajectory
+``create_kwargs`` carries ``{"instance": <Instance JSON>, "max_turns": ...}`` (``null`` for
+a tool of another task in the same dataset); ``max_turns``, when set, is the turn budget the
+episode plays under (``bootcamp export rl --task-turns``), and the interaction and
+:func:`compute_score`'s replay read it from ``interaction_kwargs``. When a call ends the
+episode, the tool writes the final reward to ``agent_data.extra_fields["agentharness_reward"]``;
+verl's reward manager merges those fields into ``extra_info``, and :func:`compute_score` uses
+it. Without it (a trajectory
 that stopped before the final tool, or another rollout path), :func:`compute_score`
 re-executes the episode from the instance and the tool calls in ``solution_str``.
 
@@ -64,7 +67,7 @@ from agentharness.agents.textformat import as_plain_text
 from agentharness.core.episode import FORMAT_HINT, Episode
 from agentharness.core.instance import Instance
 from agentharness.core.messages import ImagePart, Message, ToolCall
-from agentharness.core.registry import episode_for
+from agentharness.core.registry import episode_for, positive_turns
 from agentharness.train import TrainInputError, signal_score
 
 INTERACTION_NAME = "agentharness"
@@ -90,12 +93,15 @@ class _Sessions:
                 self._data.move_to_end(key)
             return ep
 
-    def open(self, key: str, instance: Instance | str | dict[str, Any]) -> Episode:
-        """The episode of ``key``, created on ``instance`` if there is none yet."""
+    def open(
+        self, key: str, instance: Instance | str | dict[str, Any], max_turns: Any = None
+    ) -> Episode:
+        """The episode of ``key``, created on ``instance`` (under ``max_turns``, the row's turn
+        budget; ``None``: the task's) if there is none yet."""
         with self._lock:
             ep = self._data.get(key)
             if ep is None:
-                ep = episode_for(parse_instance(instance))
+                ep = _episode(instance, max_turns)
                 self._data[key] = ep
                 while len(self._data) > self.limit:
                     self._data.popitem(last=False)
@@ -125,6 +131,19 @@ class _Sessions:
 
 
 SESSIONS = _Sessions()
+
+
+def _episode(raw: Instance | str | dict[str, Any], max_turns: Any) -> Episode:
+    """An episode on the row's instance under the row's turn budget (``None``: the task's)."""
+    instance = parse_instance(raw)
+    if max_turns is not None:
+        try:
+            positive_turns(max_turns)
+        except ValueError as e:
+            raise TrainInputError(
+                f"the row's max_turns: {e}; write the data with `bootcamp export rl --format verl`"
+            ) from e
+    return episode_for(instance, max_turns=max_turns)
 
 
 def parse_instance(raw: Instance | str | dict[str, Any]) -> Instance:
@@ -192,7 +211,8 @@ class _ToolImpl:
             else tool_schema.function
         )
         self.name = function["name"] if isinstance(function, dict) else function.name
-        self._pending: dict[str, str | dict[str, Any]] = {}
+        # call id -> (the row's instance, its turn budget), until the episode opens
+        self._pending: dict[str, tuple[str | dict[str, Any], Any]] = {}
 
     def get_openai_tool_schema(self) -> Any:
         return self.tool_schema
@@ -200,15 +220,17 @@ class _ToolImpl:
     async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, Any]:
         """Register a call (agent loop) or open the trajectory's episode (SGLang rollout).
 
-        ``create_kwargs`` (nested or spread) carry ``instance``; a ``None`` instance means
-        the tool is not part of this row's task, and calling it yields an error message.
+        ``create_kwargs`` (nested or spread) carry ``instance`` and ``max_turns`` (the row's
+        turn budget); a ``None`` instance means the tool is not part of this row's task, and
+        calling it yields an error message.
         """
         iid = instance_id or str(uuid4())
-        instance = _create_kwargs(kwargs).get("instance")
+        create = _create_kwargs(kwargs)
+        instance, max_turns = create.get("instance"), create.get("max_turns")
         if instance is not None:
-            self._pending[iid] = instance
+            self._pending[iid] = (instance, max_turns)
             if instance_id is not None:  # SGLang path: instance_id is the trajectory
-                SESSIONS.open(iid, instance)
+                SESSIONS.open(iid, instance, max_turns)
         return iid, tool_response()
 
     async def execute(
@@ -225,7 +247,7 @@ class _ToolImpl:
                     0.0,
                     {},
                 )
-            episode = SESSIONS.open(key, pending)
+            episode = SESSIONS.open(key, *pending)
         if episode.done:
             return (
                 tool_response(f"The episode has ended ({episode.end_reason}); no more actions."),
@@ -273,7 +295,7 @@ class _InteractionImpl:
                 "interaction_kwargs need 'instance' (the Instance JSON); write the data with "
                 "`bootcamp export rl --format verl`"
             )
-        SESSIONS.open(key, instance)
+        SESSIONS.open(key, instance, kwargs.get("max_turns"))
         return key
 
     async def generate_response(
@@ -351,8 +373,9 @@ def compute_score(
     when the episode ended (``extra_info["agentharness_reward"]`` and ``..._success``);
     otherwise re-executes the episode: the instance comes from ``ground_truth`` (the
     Instance JSON the exporter stores there) or ``extra_info["interaction_kwargs"]["instance"]``,
-    and each ``<tool_call>`` the model wrote in ``solution_str`` (tool responses and format
-    hints removed) is replayed as one turn. Returns ``{"score", "total", "success",
+    the turn budget from ``extra_info["interaction_kwargs"]["max_turns"]``, and each
+    ``<tool_call>`` the model wrote in ``solution_str`` (tool responses and format hints
+    removed) is replayed as one turn. Returns ``{"score", "total", "success",
     "replayed", "end_reason"}`` (verl logs the extras).
     """
     signal_score(0.0, False, reward_signal)  # a misspelt signal fails before any scoring
@@ -366,12 +389,13 @@ def compute_score(
             "replayed": False,
             "end_reason": "recorded",
         }
-    raw = ground_truth or (info.get("interaction_kwargs") or {}).get("instance")
+    row = info.get("interaction_kwargs") or {}
+    raw = ground_truth or row.get("instance")
     if raw is None:
         raise TrainInputError(
             f"{data_source}: no instance in ground_truth or extra_info to score against"
         )
-    episode = replay(parse_instance(raw), solution_str)
+    episode = replay(raw, solution_str, row.get("max_turns"))
     reward = episode.reward()
     return {
         "score": signal_score(reward.total, reward.success, reward_signal),
@@ -382,11 +406,14 @@ def compute_score(
     }
 
 
-def replay(instance: Instance, solution_str: str) -> Episode:
-    """A finished episode on ``instance`` with the tool calls written in ``solution_str``."""
+def replay(
+    instance: Instance | str | dict[str, Any], solution_str: str, max_turns: Any = None
+) -> Episode:
+    """A finished episode on ``instance`` (under ``max_turns``; ``None``: the task's budget)
+    with the tool calls written in ``solution_str``."""
     text = _TOOL_RESPONSE.sub("", solution_str.replace(FORMAT_HINT, ""))
     calls = _TOOL_CALL.findall(text)
-    episode = episode_for(instance)
+    episode = _episode(instance, max_turns)
     for call in calls:
         if episode.done:
             break
