@@ -6,7 +6,8 @@ import os
 import re
 import sys
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -14,6 +15,8 @@ from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 from agentharness.store.run import RunDirError
+
+T = TypeVar("T")
 
 
 class _Commands(TyperGroup):
@@ -91,6 +94,27 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     """
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     return typer.Exit(code)
+
+
+def task_values(
+    option: str, specs: list[str], parse: Callable[[str], T | None], form: str
+) -> dict[str, T]:
+    """``option TASK=VALUE`` values as ``{task: value}``: each task known, each value read by
+    ``parse`` (``None``: malformed, and the error shows ``form``, e.g. ``TASK=TURNS ...``)."""
+    from agentharness.core.registry import UnknownTaskError, get_task
+
+    values: dict[str, T] = {}
+    for spec in specs:
+        task, _, text = (part.strip() for part in spec.partition("="))
+        value = parse(text) if task else None
+        if value is None:
+            raise fail(f"{option} {spec!r}: write {form}")
+        try:
+            get_task(task)
+        except UnknownTaskError as e:
+            raise fail(f"{option} {spec!r}: {e}") from e
+        values[task] = value
+    return values
 
 
 def warn(message: str) -> None:

@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypeVar
 
 import typer
 
-from agentharness.cli.app import BootcampTyper, app, console, fail, warn
+from agentharness.cli.app import BootcampTyper, app, console, fail, task_values, warn
 
 T = TypeVar("T")
 
@@ -110,23 +110,13 @@ def export_sft_command(
 
 
 def _task_turns(specs: list[str]) -> dict[str, int]:
-    """``--task-turns TASK=TURNS`` values as ``{task: turns}`` (known tasks, whole turns >= 1)."""
-    from agentharness.core.registry import UnknownTaskError, get_task
-
-    turns: dict[str, int] = {}
-    for spec in specs:
-        task, _, value = (part.strip() for part in spec.partition("="))
-        if not task or not value.isdigit() or int(value) < 1:
-            raise fail(
-                f"--task-turns {spec!r}: write TASK=TURNS with a whole number of at least 1, "
-                "e.g. robot_reach-v7=8"
-            )
-        try:
-            get_task(task)
-        except UnknownTaskError as e:
-            raise fail(f"--task-turns {spec!r}: {e}") from e
-        turns[task] = int(value)
-    return turns
+    """``--task-turns TASK=TURNS`` values as ``{task: turns}``."""
+    return task_values(
+        "--task-turns",
+        specs,
+        lambda text: int(text) if text.isdigit() and int(text) >= 1 else None,
+        "TASK=TURNS with a whole number of at least 1, e.g. robot_reach-v7=8",
+    )
 
 
 @export_app.command("rl")

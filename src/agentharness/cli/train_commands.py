@@ -13,7 +13,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from agentharness.cli.app import BootcampTyper, app, console, fail
+from agentharness.cli.app import BootcampTyper, app, console, fail, task_values
 from agentharness.train import DTYPES
 
 T = TypeVar("T")
@@ -157,27 +157,21 @@ def sft_command(
 
 def _task_budgets(specs: list[str], default_tokens: int) -> dict[str, tuple[int, int]]:
     """``--task-budget TASK=TURNS[:TOKENS]`` values as ``{task: (turns, tokens)}``."""
-    from agentharness.core.registry import UnknownTaskError, get_task
 
-    budgets: dict[str, tuple[int, int]] = {}
-    for spec in specs:
-        task, _, budget = spec.partition("=")
-        turns, _, tokens = budget.partition(":")
+    def parse(text: str) -> tuple[int, int] | None:
+        turns, _, tokens = text.partition(":")
         try:
             parsed = (int(turns), int(tokens) if tokens else default_tokens)
         except ValueError:
-            parsed = (0, 0)
-        if not task.strip() or min(parsed) < 1:
-            raise fail(
-                f"--task-budget {spec!r}: write TASK=TURNS or TASK=TURNS:TOKENS with positive "
-                "whole numbers, e.g. robot_reach-v7=8:160"
-            )
-        try:
-            get_task(task.strip())
-        except UnknownTaskError as e:
-            raise fail(f"--task-budget {spec!r}: {e}") from e
-        budgets[task.strip()] = parsed
-    return budgets
+            return None
+        return parsed if min(parsed) >= 1 else None
+
+    return task_values(
+        "--task-budget",
+        specs,
+        parse,
+        "TASK=TURNS or TASK=TURNS:TOKENS with positive whole numbers, e.g. robot_reach-v7=8:160",
+    )
 
 
 @train_app.command("grpo")
