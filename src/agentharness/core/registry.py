@@ -23,9 +23,9 @@ import re
 import threading
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, SupportsIndex, cast
+from typing import Any, SupportsIndex, TypeVar, cast
 
 from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
@@ -33,6 +33,7 @@ from agentharness.core.task import Budgets, TaskSpec
 
 ENTRY_POINT_GROUP = "agentharness.tasks"
 BUILTIN_PACKAGE = "agentharness.tasks"
+V = TypeVar("V")
 
 # prefix -> (module, what it converts, an example address). Each module defines
 # ``load(rest: str) -> TaskSpec`` and raises :class:`UnknownTaskError` for a bad address.
@@ -318,6 +319,14 @@ def make(
 ) -> Env:
     """An :class:`Env` for ``task_id`` (``name`` or ``name-vN``) at ``difficulty``."""
     return Env(get_task(task_id), difficulty=difficulty, budgets=budgets, **knobs)
+
+
+def value_for_task(values: Mapping[str, V], task_id: str) -> V | None:
+    """``task_id``'s entry in ``values``, keyed by versioned id (``thermal-v6``) or else by
+    bare name (``thermal``, for any version); ``None`` when it has neither."""
+    if task_id in values:
+        return values[task_id]
+    return values.get(split_task_id(task_id)[0])
 
 
 def positive_turns(value: object) -> int:

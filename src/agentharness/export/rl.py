@@ -80,7 +80,7 @@ from typing import Any, Literal
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import ImagePart, Message, TextPart
-from agentharness.core.registry import positive_turns, split_task_id
+from agentharness.core.registry import positive_turns, split_task_id, value_for_task
 from agentharness.export import verl as verl_config
 from agentharness.export.common import (
     ExportError,
@@ -175,12 +175,7 @@ def turns_by_instance(
             else f"the prompts play {', '.join(sorted(played))}"
         )
         raise ExportError(f"a turn budget is given for {task}, which no prompt plays: {hint}")
-    return {
-        it.instance.instance_id: task_turns.get(
-            it.instance.task, task_turns.get(split_task_id(it.instance.task)[0])
-        )
-        for it in items
-    }
+    return {it.instance.instance_id: value_for_task(task_turns, it.instance.task) for it in items}
 
 
 # -- verl -----------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from agentharness.core.instance import Instance
-from agentharness.core.registry import get_task, split_task_id
+from agentharness.core.registry import get_task, split_task_id, value_for_task
 from agentharness.core.task import Budgets
 from agentharness.store.instances import read_instances
 from agentharness.train import TrainInputError
@@ -123,8 +123,7 @@ class GRPOOptions:
     def budget_of(self, task: str) -> tuple[int, int]:
         """(turns, tokens per turn) an episode of ``task`` plays under: its ``task_budgets``
         entry (by versioned id, else by bare name), else ``max_turns``, ``max_new_tokens``."""
-        default = (self.max_turns, self.max_new_tokens)
-        return self.task_budgets.get(task, self.task_budgets.get(split_task_id(task)[0], default))
+        return value_for_task(self.task_budgets, task) or (self.max_turns, self.max_new_tokens)
 
 
 def _check_task_budgets(budgets: dict[str, tuple[int, int]], played: set[str]) -> None:
