@@ -96,6 +96,10 @@ GRPO_SEED=${GRPO_SEED:-0}
 # v31/v32 on total lost robot_reach-v7 instances: among unsolved episodes, stopping early near
 # the target earns partial credit and continuing does not, so GRPO taught early stops.
 GRPO_REWARD=${GRPO_REWARD:-total}
+# Dynamic sampling: a group whose episodes all succeed or all fail is set aside and up to this
+# many more groups are played, each on a fresh instance of its task (seeds 200000+), for one
+# with mixed outcomes. 0: every group trains as played (v33-v37).
+GRPO_RESAMPLE_FLAT=${GRPO_RESAMPLE_FLAT:-0}
 # sft: stop after the SFT stage's evaluation (and summarize it): no probe, no GRPO. For
 # experiments on the SFT stage alone (a DAgger run: DAGGER_TASKS=... STOP_AFTER=sft).
 STOP_AFTER=${STOP_AFTER:-}
@@ -242,7 +246,7 @@ if [ ! -f "$W/models/grpo/final/config.json" ]; then
   $BOOTCAMP train grpo --instances "$W/grpo_instances.jsonl" --model "$SFT_MODEL" \
     --out "$W/models/grpo" --max-steps "$GRPO_STEPS" --num-generations "$GROUP" --prompts-per-step "$PROMPTS_PER_STEP" \
     "${budgets[@]}" --max-completion-length 4096 \
-    --temperature 1.0 --lr "$GRPO_LR" --beta "$GRPO_BETA" --seed "$GRPO_SEED" --reward-signal "$GRPO_REWARD" --train-dtype "$TRAIN_DTYPE" --rollout-dtype "$GRPO_ROLLOUT_DTYPE" \
+    --temperature 1.0 --lr "$GRPO_LR" --beta "$GRPO_BETA" --seed "$GRPO_SEED" --reward-signal "$GRPO_REWARD" --resample-flat "$GRPO_RESAMPLE_FLAT" --train-dtype "$TRAIN_DTYPE" --rollout-dtype "$GRPO_ROLLOUT_DTYPE" \
     --save-steps 1 "${resume[@]}" --no-progress
 fi
 

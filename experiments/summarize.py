@@ -198,15 +198,18 @@ def plot_curves(work: Path, out: Path) -> list[str]:
     return written
 
 
-def grpo_groups(rollouts: Path) -> list[dict[str, Any]]:
+def grpo_groups(rollouts: Path, agent: str = "grpo:step") -> list[dict[str, Any]]:
     """Every GRPO group of a ``train grpo`` rollouts log, in step order: its step, task,
     instance seed and the episodes' rewards (the episodes' agent is ``grpo:step<N>``; a group
-    is one step's episodes on one instance)."""
+    is one step's episodes on one instance). ``agent="grpo:flat:step"``: the flat groups
+    that ``--resample-flat`` set aside instead."""
     if not (rollouts / "episodes.jsonl").exists():
         return []
     groups: dict[tuple[int, str, str], list[EpisodeRecord]] = defaultdict(list)
     for r in load_runs([rollouts], allow_empty=True).records:
-        step = int(r.agent.removeprefix("grpo:step"))
+        if not r.agent.startswith(agent):
+            continue
+        step = int(r.agent.removeprefix(agent))
         groups[(step, r.task, r.instance.instance_id)].append(r)
     return [
         {
@@ -302,6 +305,9 @@ def summary(work: Path, out: Path) -> dict[str, Any]:
             name, {"delta": None, "ci": None, "note": f"{a} or {b} has no held-out episodes"}
         )
     result["grpo_groups"] = grpo_groups(work / "models" / "grpo" / "rollouts")
+    result["grpo_flat_groups_replaced"] = grpo_groups(
+        work / "models" / "grpo" / "rollouts", agent="grpo:flat:step"
+    )
     step_seconds = (_train_summary(work / "models" / "grpo") or {}).get("step_seconds") or []
     for g in result["grpo_groups"]:
         g["step_seconds"] = step_seconds[g["step"]] if g["step"] < len(step_seconds) else None

@@ -261,6 +261,15 @@ def grpo_command(
             "credit included) or success (1 solved, 0 not: a group nobody solves is flat)"
         ),
     ] = "total",
+    resample_flat: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="dynamic sampling: when a group's episodes all succeed or all fail, play up "
+            "to this many more groups, each on a fresh instance of its task, and train on the "
+            "first with mixed outcomes (0: train on the group as played)",
+        ),
+    ] = 0,
     lr: Annotated[float, typer.Option("--lr", help="learning rate")] = 5e-6,
     beta: Annotated[float, typer.Option(help="KL coefficient to the initial model")] = 0.0,
     epsilon: Annotated[float, typer.Option(help="clip range of the policy ratio")] = 0.2,
@@ -340,6 +349,7 @@ def grpo_command(
             checkpoint_rows=checkpoint_rows,
             skip_flat_groups=skip_flat_groups,
             reward_signal=reward_signal,
+            resample_flat=resample_flat,
             learning_rate=lr,
             beta=beta,
             epsilon=epsilon,

@@ -102,6 +102,15 @@ class GRPOOptions:
     # that unsolved episodes are all equally bad and a group nobody solves is flat (GRPO
     # on robot_reach-v7's total learnt to stop early near the target; experiments/RESULTS.md).
     reward_signal: str = "total"
+    # Dynamic sampling (DAPO's, online): a group whose episodes all succeed or all fail
+    # teaches nothing about solving, so play up to this many further groups, each on a fresh
+    # instance of the same task and difficulty (seeds from ``resample_first_seed``, one
+    # stream per task), and train on the first whose outcomes differ (else the last played).
+    # A fixed curriculum goes flat as the policy learns it, and shows no instance where the
+    # policy has since acquired a new failure (v37's robot_reach: stepping on after "within
+    # tolerance" on held-out instances its curriculum never showed; experiments/RESULTS.md).
+    resample_flat: int = 0
+    resample_first_seed: int = 200_000
     learning_rate: float = 5e-6
     beta: float = 0.0  # KL to the reference model (0: no reference model is kept)
     epsilon: float = 0.2  # PPO-style clip
@@ -590,6 +599,7 @@ def make_rollout_func(
 
     run_dir = RunDir(log_dir) if log_dir is not None else None
     cursor: dict[str, int] = {}
+    fresh: dict[str, int] = {}  # per task: fresh instances drawn by resample_flat so far
     calls = {"n": 0}
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
@@ -610,6 +620,7 @@ def make_rollout_func(
         i = 0
         drafts = [0, 0]
         copied = 0
+        flat: list[str] = []  # groups set aside by resample_flat
         while i < len(prompts):
             key = prompt_key(prompts[i])
             j = i
@@ -625,19 +636,24 @@ def make_rollout_func(
             played = roller.play_group(instance, j - i, seed)
             drafts = [a + b for a, b in zip(drafts, roller.drafts, strict=True)]
             copied += roller.copied_reads
-            for k, r in enumerate(played):
+            for attempt in range(1, roller.opts.resample_flat + 1):
+                if len({r.success for r in played}) > 1:
+                    break
+                outcome = "solved" if played[0].success else "unsolved"
+                _record(run_dir, played, instance, f"grpo:flat:step{step}", i)
+                flat.append(f"{instance.task} seed {instance.seed} all {outcome}")
+                instance = fresh_instance(instance)
+                played = roller.play_group(instance, j - i, seed + attempt * 7919)
+                drafts = [a + b for a, b in zip(drafts, roller.drafts, strict=True)]
+                copied += roller.copied_reads
+            _record(run_dir, played, instance, f"grpo:step{step}", i)
+            for r in played:
                 out["prompt_ids"].append(r.prompt_ids)
                 out["completion_ids"].append(r.completion_ids)
                 out["env_mask"].append(r.env_mask)
                 out["env_reward"].append(r.reward)
                 out["env_success"].append(r.success)
                 out["end_reason"].append(r.end_reason)
-                if run_dir is not None:
-                    rec = r.record.model_copy(update={"agent": f"grpo:step{step}", "sample": i + k})
-                    rec = rec.model_copy(
-                        update={"episode_id": rec.make_id(instance, i + k, rec.agent)}
-                    )
-                    run_dir.append(rec)
             i = j
         rewards = out["env_reward"]
         print(
@@ -646,12 +662,33 @@ def make_rollout_func(
             f"end reasons {sorted(set(out['end_reason']))}, "
             f"rollouts {time.perf_counter() - t0:.1f} s"
             + (f", drafted tokens kept {drafts[1]}/{drafts[0]}" if drafts[0] else "")
-            + (f", replies copied from an episode that read the same {copied}" if copied else ""),
+            + (f", replies copied from an episode that read the same {copied}" if copied else "")
+            + (f", flat groups replaced: {'; '.join(flat)}" if flat else ""),
             file=sys.stderr,
         )
         return {**out, "logprobs": None}
 
+    def fresh_instance(instance: Instance) -> Instance:
+        """The next instance of ``instance``'s task stream for ``resample_flat``."""
+        n = fresh.get(instance.task, 0)
+        fresh[instance.task] = n + 1
+        seed = roller.opts.resample_first_seed + n
+        return get_task(instance.task).instance(seed, instance.difficulty)
+
     return rollout_func
+
+
+def _record(
+    run_dir: Any, played: list[Rollout], instance: Instance, agent: str, first_sample: int
+) -> None:
+    """Append a group's episodes to the rollouts log under ``agent`` (``grpo:step<N>`` for a
+    trained group, ``grpo:flat:step<N>`` for one ``resample_flat`` set aside)."""
+    if run_dir is None:
+        return
+    for k, r in enumerate(played):
+        rec = r.record.model_copy(update={"agent": agent, "sample": first_sample + k})
+        rec = rec.model_copy(update={"episode_id": rec.make_id(instance, first_sample + k, agent)})
+        run_dir.append(rec)
 
 
 def episode_reward(
@@ -1340,6 +1377,8 @@ def train_grpo(
         raise TrainInputError(
             f"reward_signal {opts.reward_signal!r}: choose one of {', '.join(REWARD_FUNCS)}"
         )
+    if opts.resample_flat < 0:
+        raise TrainInputError(f"resample_flat is {opts.resample_flat}; give 0 (off) or more")
     # "auto" becomes what this machine runs fast, and the summary records which
     opts = replace(
         opts,
