@@ -78,8 +78,9 @@ N_PROBE=${N_PROBE:-24}
 PROBE_K=${PROBE_K:-2}
 # Per-task samples for the probe, e.g. "harmony-v5=8": a task the SFT policy almost always
 # solves needs more samples to show its rare failures (v33's harmony: 46 of 48 solved, so
-# no instance qualified and GRPO never trained it). Tasks not named take PROBE_K.
-PROBE_K_OF=${PROBE_K_OF:-}
+# no instance qualified and GRPO never trained it). Tasks not named take PROBE_K. The default
+# is v36's and v38's (v33 and v37: empty, every task PROBE_K).
+PROBE_K_OF=${PROBE_K_OF:-"robot_reach-v7=4 harmony-v5=8"}
 GRPO_STEPS=${GRPO_STEPS:-48}                # 16 groups a task (v25: 32 over two tasks)
 GROUP=${GROUP:-8}                   # GRPO group size
 PROMPTS_PER_STEP=${PROMPTS_PER_STEP:-1}  # GRPO groups (problems) per optimizer step
@@ -98,8 +99,10 @@ GRPO_SEED=${GRPO_SEED:-0}
 GRPO_REWARD=${GRPO_REWARD:-total}
 # Dynamic sampling: a group whose episodes all succeed or all fail is set aside and up to this
 # many more groups are played, each on a fresh instance of its task (seeds 200000+), for one
-# with mixed outcomes. 0: every group trains as played (v33-v37).
-GRPO_RESAMPLE_FLAT=${GRPO_RESAMPLE_FLAT:-0}
+# with mixed outcomes. 0: every group trains as played (v33-v37). v38 (1) against v36 (0), the
+# same SFT model and curriculum: +0.066 over SFT, CI [+0.016, +0.116], against +0.032; two
+# fresh robot_reach groups made GRPO pay for stepping on after "within tolerance".
+GRPO_RESAMPLE_FLAT=${GRPO_RESAMPLE_FLAT:-1}
 # sft: stop after the SFT stage's evaluation (and summarize it): no probe, no GRPO. For
 # experiments on the SFT stage alone (a DAgger run: DAGGER_TASKS=... STOP_AFTER=sft).
 STOP_AFTER=${STOP_AFTER:-}

@@ -124,11 +124,18 @@ def test_probe_samples_can_differ_per_task() -> None:
     import subprocess
 
     (line,) = [x for x in SCRIPT.read_text().splitlines() if x.startswith("probe_k()")]
-    assert '-k "$(probe_k "$task")"' in SCRIPT.read_text() and default("PROBE_K_OF") == ""
+    assert '-k "$(probe_k "$task")"' in SCRIPT.read_text()
+    assert default("PROBE_K_OF") == "robot_reach-v7=4 harmony-v5=8"  # the reported run's
     program = f'PROBE_K=2; PROBE_K_OF="harmony-v5=8 thermal-v6=3"; {line}; '
     program += "probe_k harmony-v5; probe_k thermal-v6; probe_k robot_reach-v7"
     done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["8", "3", "2"]
+
+
+def test_grpo_resamples_flat_groups_by_default() -> None:
+    """The reported run's dynamic sampling reaches `train grpo`."""
+    assert default("GRPO_RESAMPLE_FLAT") == "1"
+    assert '--resample-flat "$GRPO_RESAMPLE_FLAT"' in SCRIPT.read_text()
 
 
 def test_group_rewards_splits_a_grpo_log_by_step_and_instance(tmp_path: Path) -> None:
@@ -144,12 +151,18 @@ def test_group_rewards_splits_a_grpo_log_by_step_and_instance(tmp_path: Path) ->
 
     run = RunDir(tmp_path / "rollouts")
     run.create({"command": "train grpo"})
-    for step, seed, totals in ((0, 1, (1.0, 0.0)), (1, 2, (0.25, 0.25)), (1, 3, (1.0, 1.0))):
+    groups = (
+        ("grpo:step", 0, 1, (1.0, 0.0)),
+        ("grpo:flat:step", 1, 4, (0.0, 0.0)),  # set aside by --resample-flat: not trained
+        ("grpo:step", 1, 2, (0.25, 0.25)),
+        ("grpo:step", 1, 3, (1.0, 1.0)),
+    )
+    for agent, step, seed, totals in groups:
         inst = make("guess").reset(seed=seed).instance
         finished, timings = asyncio.run(run_one(inst, ExpertAgent().policy(inst)))
         for k, total in enumerate(totals):
             rec = EpisodeRecord.from_episode(
-                finished, agent=f"grpo:step{step}", sample=k, timings=timings
+                finished, agent=f"{agent}{step}", sample=k, timings=timings
             )
             rec = rec.model_copy(update={"reward": rec.reward.model_copy(update={"total": total})})
             run.append(rec.model_copy(update={"episode_id": rec.make_id(inst, k, rec.agent)}))
@@ -159,6 +172,8 @@ def test_group_rewards_splits_a_grpo_log_by_step_and_instance(tmp_path: Path) ->
         (1, task, 0.25),
         (1, task, 1.0),
     ]
+    (flat,) = summarize.grpo_groups(tmp_path / "rollouts", agent="grpo:flat:step")
+    assert (flat["step"], flat["seed"], flat["rewards"]) == (1, 4, [0.0, 0.0])
     assert summarize.group_rewards(tmp_path / "missing") == []
 
 
