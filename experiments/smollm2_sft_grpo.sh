@@ -79,8 +79,8 @@ PROBE_K=${PROBE_K:-2}
 # Per-task samples for the probe, e.g. "harmony-v5=8": a task the SFT policy almost always
 # solves needs more samples to show its rare failures (v33's harmony: 46 of 48 solved, so
 # no instance qualified and GRPO never trained it). Tasks not named take PROBE_K. The default
-# is v36's and v38's (v33 and v37: empty, every task PROBE_K).
-PROBE_K_OF=${PROBE_K_OF:-"robot_reach-v7=4 harmony-v5=8"}
+# is v36's and v38's; PROBE_K_OF= (set, empty) gives every task PROBE_K, as v33 did.
+PROBE_K_OF=${PROBE_K_OF-"robot_reach-v7=4 harmony-v5=8"}
 GRPO_STEPS=${GRPO_STEPS:-48}                # 16 groups a task (v25: 32 over two tasks)
 GROUP=${GROUP:-8}                   # GRPO group size
 PROMPTS_PER_STEP=${PROMPTS_PER_STEP:-1}  # GRPO groups (problems) per optimizer step

@@ -31,7 +31,7 @@ def load_summarize() -> ModuleType:
 
 
 def default(name: str) -> str:
-    match = re.search(rf'^{name}=\$\{{{name}:-"?([^"}}]*)"?\}}', SCRIPT.read_text(), re.M)
+    match = re.search(rf'^{name}=\$\{{{name}:?-"?([^"}}]*)"?\}}', SCRIPT.read_text(), re.M)
     assert match, f"{name} has no default in {SCRIPT}"
     return match.group(1)
 
