@@ -109,6 +109,8 @@ class GRPOOptions:
     # A fixed curriculum goes flat as the policy learns it, and shows no instance where the
     # policy has since acquired a new failure (v37's robot_reach: stepping on after "within
     # tolerance" on held-out instances its curriculum never showed; experiments/RESULTS.md).
+    # The streams live in the process: a run resumed from a checkpoint starts them again at
+    # resample_first_seed, so it may replay instances the first part already trained on.
     resample_flat: int = 0
     resample_first_seed: int = 200_000
     learning_rate: float = 5e-6
