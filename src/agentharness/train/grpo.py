@@ -635,19 +635,18 @@ def make_rollout_func(
             cursor[key] = pick + 1
             instance = candidates[pick % len(candidates)]
             seed = roller.opts.seed * 1_000_003 + step * 1009 + i
-            played = roller.play_group(instance, j - i, seed)
-            drafts = [a + b for a, b in zip(drafts, roller.drafts, strict=True)]
-            copied += roller.copied_reads
-            for attempt in range(1, roller.opts.resample_flat + 1):
-                if len({r.success for r in played}) > 1:
-                    break
-                outcome = "solved" if played[0].success else "unsolved"
-                _record(run_dir, played, instance, f"grpo:flat:step{step}", i)
-                flat.append(f"{instance.task} seed {instance.seed} all {outcome}")
-                instance = fresh_instance(instance)
+            played: list[Rollout] = []
+            for attempt in range(roller.opts.resample_flat + 1):
+                if played:  # flat (all solved or none): set aside for a fresh instance
+                    outcome = "solved" if played[0].success else "unsolved"
+                    _record(run_dir, played, instance, f"grpo:flat:step{step}", i)
+                    flat.append(f"{instance.task} seed {instance.seed} all {outcome}")
+                    instance = fresh_instance(instance)
                 played = roller.play_group(instance, j - i, seed + attempt * 7919)
                 drafts = [a + b for a, b in zip(drafts, roller.drafts, strict=True)]
                 copied += roller.copied_reads
+                if len({r.success for r in played}) > 1:
+                    break
             _record(run_dir, played, instance, f"grpo:step{step}", i)
             for r in played:
                 out["prompt_ids"].append(r.prompt_ids)
