@@ -13,7 +13,14 @@ from agentharness.core.instance import Instance
 from agentharness.core.registry import get_task
 from agentharness.rollout.runner import failed_record
 from agentharness.store.reader import load_runs
-from agentharness.train.grpo import GRPOOptions, Rollout, make_rollout_func, prompt_key, rl_rows
+from agentharness.train.grpo import (
+    GRPOOptions,
+    Rollout,
+    RolloutStreams,
+    make_rollout_func,
+    prompt_key,
+    rl_rows,
+)
 
 GROUP = 4
 
@@ -56,13 +63,17 @@ class Trainer:
 
 
 def one_step(
-    resample_flat: int, outcomes: dict[int, list[bool]], log_dir: Path | None = None
+    resample_flat: int,
+    outcomes: dict[int, list[bool]],
+    log_dir: Path | None = None,
+    streams: RolloutStreams | None = None,
 ) -> tuple[ScriptedRoller, dict[str, list[object]]]:
     spec = get_task("guess")
     instance = spec.instance(7, "easy")
     (row,) = rl_rows([instance])
     roller = ScriptedRoller(GRPOOptions(resample_flat=resample_flat), outcomes)
-    func = make_rollout_func(roller, {prompt_key(row["prompt"]): [instance]}, log_dir)  # type: ignore[arg-type]
+    by_prompt = {prompt_key(row["prompt"]): [instance]}
+    func = make_rollout_func(roller, by_prompt, log_dir, streams)  # type: ignore[arg-type]
     return roller, func([row["prompt"]] * GROUP, Trainer())
 
 
@@ -123,3 +134,35 @@ def test_a_negative_resample_budget_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(TrainInputError, match="resample_flat is -1"):
         train_grpo(["guess"], tmp_path / "out", model="/nonexistent", resample_flat=-1)
+
+
+def test_a_resumed_run_draws_the_fresh_instances_after_those_its_checkpoint_played(
+    tmp_path: Path,
+) -> None:
+    """The streams saved with a checkpoint and read back: the next flat group is replaced
+    by seed 200002, not by 200000 again (a run before the checkpoint drew 200000 and 200001)."""
+    first = 200_000
+    flat, unsolved = [True] * GROUP, [False] * GROUP
+    streams = RolloutStreams()
+    one_step(2, {7: flat, first: unsolved, first + 1: MIXED}, streams=streams)
+    assert streams.fresh == {"guess-v1": 2} and list(streams.cursor.values()) == [1]
+    streams.save(tmp_path / "checkpoint-1")
+
+    resumed = RolloutStreams.load(tmp_path / "checkpoint-1")
+    assert resumed == streams
+    roller, out = one_step(1, {7: flat, first + 2: MIXED}, streams=resumed)
+    assert out["env_success"] == MIXED
+    assert [seed for seed, _ in roller.played] == [7, first + 2]
+    assert resumed.fresh == {"guess-v1": 3} and list(resumed.cursor.values()) == [2]
+
+
+def test_a_checkpoint_without_streams_starts_them_again_and_a_broken_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentharness.train import TrainInputError
+
+    assert RolloutStreams.load(tmp_path) == RolloutStreams()
+    assert "instance streams start again" in capsys.readouterr().err
+    (tmp_path / RolloutStreams.FILE).write_text('{"cursor": [1]}')
+    with pytest.raises(TrainInputError, match="delete it to resume"):
+        RolloutStreams.load(tmp_path)

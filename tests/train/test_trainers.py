@@ -155,14 +155,14 @@ def test_local_agent_loads_the_trained_checkpoint(sft_run: Path) -> None:
 
 
 def one_letters_step(checkpoint: Path, out: Path, **options: Any) -> Path:
-    """One GRPO step of one group of 3 on the one-turn ``letters`` task (seed 1)."""
+    """One GRPO step (or ``max_steps``) of one group of 3 on the one-turn ``letters`` task
+    (seed 1)."""
     from agentharness.train.grpo import train_grpo
 
     return train_grpo(
         ["letters"],
         out,
         model=str(checkpoint),
-        max_steps=1,
         n_instances=1,
         num_generations=3,
         max_turns=1,
@@ -170,7 +170,7 @@ def one_letters_step(checkpoint: Path, out: Path, **options: Any) -> Path:
         max_completion_length=32,
         learning_rate=1e-4,
         seed=1,
-        **options,
+        **{"max_steps": 1, **options},
     )
 
 
@@ -207,6 +207,28 @@ def test_grpo_on_success_leaves_a_group_nobody_solves_untrained(
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["mean_reward_per_step"] == [0.0]
     assert changed_tensors(weights(smol_checkpoint), weights(final)) == 0
+
+
+def test_a_resumed_grpo_run_goes_on_with_the_instances_after_its_checkpoint(
+    smol_checkpoint: Path, tmp_path: Path
+) -> None:
+    """Each checkpoint holds the rollout function's instance streams; a run resumed from
+    one draws the fresh instances after those played before it (none twice)."""
+    from agentharness.train.grpo import RolloutStreams
+
+    out = tmp_path / "grpo"
+    options: dict[str, Any] = {"resample_flat": 1, "save_steps": 1, "reward_signal": "success"}
+    one_letters_step(smol_checkpoint, out, **{**options, "max_steps": 2})
+    saved = RolloutStreams.load(out / "trainer" / "checkpoint-2")
+    assert sum(saved.cursor.values()) == 2  # one group a step
+    assert saved.fresh  # seed 1's group is flat (no episode solves it): it was replaced
+    one_letters_step(smol_checkpoint, out, **{**options, "max_steps": 3, "resume": True})
+    resumed = RolloutStreams.load(out / "trainer" / "checkpoint-3")
+    assert sum(resumed.cursor.values()) == 3
+    records = list(RunDir(out / "rollouts").episodes())
+    played = sorted({r.seed for r in records if r.seed >= 200_000})
+    assert len(played) == resumed.fresh.get("letters-v1", 0)  # each fresh seed played once
+    assert played == list(range(200_000, 200_000 + len(played)))
 
 
 def test_multi_turn_rollout_tokens_are_what_the_local_agent_sees(smol_checkpoint: Path) -> None:

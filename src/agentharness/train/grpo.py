@@ -109,8 +109,8 @@ class GRPOOptions:
     # A fixed curriculum goes flat as the policy learns it, and shows no instance where the
     # policy has since acquired a new failure (v37's robot_reach: stepping on after "within
     # tolerance" on held-out instances its curriculum never showed; experiments/RESULTS.md).
-    # The streams live in the process: a run resumed from a checkpoint starts them again at
-    # resample_first_seed, so it may replay instances the first part already trained on.
+    # Where the streams are is saved with every trainer checkpoint (RolloutStreams), so a
+    # resumed run draws the instances after those the first part played.
     resample_flat: int = 0
     resample_first_seed: int = 200_000
     learning_rate: float = 5e-6
@@ -584,10 +584,70 @@ def splice(
     return closing + full[len(closed) :]
 
 
+@dataclass
+class RolloutStreams:
+    """How far the rollout function is in its instance streams: per prompt, the instances
+    with that prompt it has played (it cycles through them), and per task, the fresh
+    instances ``resample_flat`` has drawn. Saved beside each trainer checkpoint and read
+    back on resume, so a resumed run goes on with the instances after those the checkpoint
+    had played instead of replaying them."""
+
+    FILE = "rollout_streams.json"
+
+    cursor: dict[str, int] = field(default_factory=dict)  # by prompt digest
+    fresh: dict[str, int] = field(default_factory=dict)  # by task id
+
+    @staticmethod
+    def digest(key: str) -> str:
+        """A short name for a prompt key (the key is the whole prompt)."""
+        import hashlib
+
+        return hashlib.sha256(key.encode()).hexdigest()[:20]
+
+    def save(self, checkpoint: Path) -> None:
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        (checkpoint / self.FILE).write_text(
+            json.dumps({"version": 1, "cursor": self.cursor, "fresh": self.fresh}, indent=1)
+        )
+
+    @classmethod
+    def load(cls, checkpoint: Path) -> RolloutStreams:
+        """The streams saved in ``checkpoint``; fresh ones for a checkpoint written before
+        they were saved (such a run may replay instances, as it did then)."""
+        path = checkpoint / cls.FILE
+        if not path.exists():
+            print(f"[grpo] {path} is missing: the instance streams start again", file=sys.stderr)
+            return cls()
+        try:
+            data = json.loads(path.read_text())
+            return cls(
+                cursor={str(k): int(v) for k, v in data["cursor"].items()},
+                fresh={str(k): int(v) for k, v in data["fresh"].items()},
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            raise TrainInputError(
+                f"{path} is not a rollout streams file ({err}); delete it to resume with the "
+                "streams started again (instances may then be replayed)"
+            ) from err
+
+
+def streams_callback(streams: RolloutStreams) -> Any:
+    """A transformers ``TrainerCallback`` that saves ``streams`` into each checkpoint."""
+    from transformers import TrainerCallback
+
+    class SaveStreams(TrainerCallback):
+        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.is_world_process_zero:
+                streams.save(Path(args.output_dir) / f"checkpoint-{state.global_step}")
+
+    return SaveStreams()
+
+
 def make_rollout_func(
     roller: EpisodeRoller,
     instances_by_prompt: dict[str, list[Instance]],
     log_dir: Path | None = None,
+    streams: RolloutStreams | None = None,
 ) -> Any:
     """A TRL ``rollout_func(prompts, trainer)`` playing one episode per prompt.
 
@@ -600,8 +660,7 @@ def make_rollout_func(
     from agentharness.store.run import RunDir
 
     run_dir = RunDir(log_dir) if log_dir is not None else None
-    cursor: dict[str, int] = {}
-    fresh: dict[str, int] = {}  # per task: fresh instances drawn by resample_flat so far
+    streams = streams if streams is not None else RolloutStreams()
     calls = {"n": 0}
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
@@ -631,8 +690,9 @@ def make_rollout_func(
             candidates = instances_by_prompt.get(key)
             if not candidates:
                 raise KeyError("a GRPO prompt does not match any training instance")
-            pick = cursor.get(key, 0)
-            cursor[key] = pick + 1
+            digest = RolloutStreams.digest(key)
+            pick = streams.cursor.get(digest, 0)
+            streams.cursor[digest] = pick + 1
             instance = candidates[pick % len(candidates)]
             seed = roller.opts.seed * 1_000_003 + step * 1009 + i
             played: list[Rollout] = []
@@ -671,8 +731,8 @@ def make_rollout_func(
 
     def fresh_instance(instance: Instance) -> Instance:
         """The next instance of ``instance``'s task stream for ``resample_flat``."""
-        n = fresh.get(instance.task, 0)
-        fresh[instance.task] = n + 1
+        n = streams.fresh.get(instance.task, 0)
+        streams.fresh[instance.task] = n + 1
         seed = roller.opts.resample_first_seed + n
         return get_task(instance.task).instance(seed, instance.difficulty)
 
@@ -1461,6 +1521,7 @@ def train_grpo(
 
         envs = RayEnvs(ray_envs)
     roller = EpisodeRoller(net, tokenizer, opts, envs)
+    streams = RolloutStreams.load(Path(checkpoint)) if checkpoint else RolloutStreams()
     trainer = shared_prompt_trainer_class()(
         shared_prompt=opts.shared_prompt,
         checkpoint_rows=opts.checkpoint_rows,
@@ -1471,7 +1532,8 @@ def train_grpo(
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=lora_config(opts.lora_r, opts.lora_alpha) if opts.lora else None,
-        rollout_func=make_rollout_func(roller, by_prompt, log_dir),
+        rollout_func=make_rollout_func(roller, by_prompt, log_dir, streams),
+        callbacks=[streams_callback(streams)],
     )
     roller.model = trainer.model  # the (possibly peft-wrapped) model being optimized
     try:
