@@ -64,6 +64,28 @@ def test_the_llama_pass_gives_the_models_own_logits(tiny: Any) -> None:
         assert torch.allclose(a, b, atol=1e-5)
 
 
+def test_wide_products_in_blocks_give_the_same_logits(
+    tiny: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Products split into blocks of output rows (ragged last block; the 60-token read
+    above the few-rows limit keeps one product) give the one product's logits, up to the
+    summation order of a block's kernel."""
+    from agentharness.train import llama_forward
+
+    monkeypatch.setattr(llama_forward, "SPLIT_MIN_OUT", 16)
+    monkeypatch.setattr(llama_forward, "SPLIT_BLOCK_ROWS", 7)
+    monkeypatch.setattr(llama_forward, "SPLIT_MAX_TOKENS", 8)
+    monkeypatch.setattr(llama_forward, "SPLIT_PRODUCTS", False)
+    whole = play(tiny, True)
+    monkeypatch.setattr(llama_forward, "SPLIT_PRODUCTS", True)
+    forward = LlamaForward(tiny)
+    assert forward.head_blocks is not None and len(forward.head_blocks) > 2
+    blocks = play(tiny, True)
+    assert len(whole) == len(blocks)
+    for a, b in zip(whole, blocks, strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
+
+
 def test_in_bfloat16_it_is_as_close_to_the_float32_model_as_the_models_own_pass(tiny: Any) -> None:
     """A bfloat16 copy's keys, values and attention scores are rounded to bfloat16 (the
     model's own bfloat16 forward keeps float32 scores): the log-probabilities stay as close

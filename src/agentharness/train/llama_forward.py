@@ -23,6 +23,16 @@ from typing import Any
 # ``longrope`` change them with the sequence length, which this pass does not follow).
 _STATIC_ROPE = ("default", "linear", "llama3")
 
+# A float32 product over a few rows (a decoding step) with a wide weight runs faster as one
+# product per block of the weight's output rows: on an AVX2 CPU MKL's sgemm computed an
+# (8 x 576) @ (576 x 49,152) head product at ~2 GB/s of weights, in 512-row blocks twice as
+# fast and bit for bit the same (bench/RESULTS.md, "Wide float32 products in blocks").
+# Passes that read a prompt or a reply (hundreds of rows) keep the one product.
+SPLIT_PRODUCTS = True
+SPLIT_BLOCK_ROWS = 512
+SPLIT_MIN_OUT = 2048  # weights with fewer output rows gained nothing
+SPLIT_MAX_TOKENS = 64  # rows x tokens fed in a pass; above it the one product is as fast
+
 
 class LlamaForward:
     """``pass_(input_ids, position_ids, cache, keep)`` -> logits of the last ``keep`` fed
@@ -49,7 +59,9 @@ class LlamaForward:
         self.dtype = self.embed.dtype
         self.final_norm = inner.norm.weight
         self.head = model.lm_head.weight
+        self.head_blocks = self._blocks(self.head)
         self.layers = []
+        self.gate_up_blocks: list[tuple[Any, ...] | None] = []
         with torch.no_grad():
             for layer in inner.layers:
                 attn, mlp = layer.self_attn, layer.mlp
@@ -63,6 +75,7 @@ class LlamaForward:
                         mlp.down_proj.weight,
                     )
                 )
+                self.gate_up_blocks.append(self._blocks(self.layers[-1][4]))
 
     @classmethod
     def build(cls, model: Any) -> LlamaForward | None:
@@ -84,6 +97,25 @@ class LlamaForward:
         ):
             return None
         return cls(model)
+
+    def _blocks(self, weight: Any) -> tuple[Any, ...] | None:
+        """``weight``'s output rows in blocks (views) for :meth:`_product`, or None when it
+        is kept whole (narrow, or not float32)."""
+        import torch
+
+        if weight.dtype != torch.float32 or weight.shape[0] < SPLIT_MIN_OUT:
+            return None
+        return tuple(weight.split(SPLIT_BLOCK_ROWS))
+
+    @staticmethod
+    def _product(x: Any, weight: Any, blocks: tuple[Any, ...] | None) -> Any:
+        """``F.linear(x, weight)``, block by block over a few rows (see SPLIT_PRODUCTS)."""
+        import torch
+        import torch.nn.functional as F
+
+        if blocks is None or not SPLIT_PRODUCTS or x.numel() > SPLIT_MAX_TOKENS * x.shape[-1]:
+            return F.linear(x, weight)
+        return torch.cat([F.linear(x, block) for block in blocks], dim=-1)
 
     def _norm(self, hidden: Any, weight: Any) -> Any:
         # LlamaRMSNorm: the statistics in float32, the result back in the model's dtype
@@ -124,9 +156,13 @@ class LlamaForward:
             v = qkv[..., q_size + kv_size :].view(batch, width, kv_heads, dim).transpose(1, 2)
             out = cache.attend(index, rotate(q), rotate(k), v, self.scaling)
             hidden = hidden + F.linear(out.reshape(batch, width, q_size), o_w)
-            gate, up = F.linear(self._norm(hidden, norm_post), gate_up_w).chunk(2, dim=-1)
+            gate, up = self._product(
+                self._norm(hidden, norm_post), gate_up_w, self.gate_up_blocks[index]
+            ).chunk(2, dim=-1)
             hidden = hidden + F.linear(F.silu(gate) * up, down_w)
-        return F.linear(self._norm(hidden[:, -keep:], self.final_norm), self.head)
+        return self._product(
+            self._norm(hidden[:, -keep:], self.final_norm), self.head, self.head_blocks
+        )
 
 
 class BlockCache:
