@@ -2,7 +2,9 @@
 
 ``rollout_profile.py``, ``rollout_overheads.py`` and ``train_pass_profile.py`` each play
 a group of one instance (difficulty easy unless ``--difficulty``) with the bundled model
-(or ``--model``) and a bfloat16 sampling copy, as ``train grpo`` does.
+(or ``--model``) and the sampling dtype ``train grpo`` picks by default (``--rollout-dtype
+auto``: a bfloat16 copy where this CPU has fast bfloat16 products, the float32 model where it
+has not).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import torch
 from agentharness import get_task
 from agentharness.core.instance import Instance
 from agentharness.train.grpo import EpisodeRoller, GRPOOptions
-from agentharness.train.model import load_trainable
+from agentharness.train.model import load_trainable, resolve_dtype
 
 
 def group_parser(max_turns: int) -> argparse.ArgumentParser:
@@ -33,11 +35,12 @@ def group_parser(max_turns: int) -> argparse.ArgumentParser:
     parser.add_argument(
         "--draft-tokens", type=int, default=0, help="speculative drafts a row (0: none)"
     )
+    parser.add_argument("--rollout-dtype", default="auto", help="auto, float32 or bfloat16")
     return parser
 
 
 def group_roller(
-    args: argparse.Namespace, rollout_dtype: str = "bfloat16"
+    args: argparse.Namespace, rollout_dtype: str | None = None
 ) -> tuple[Any, Any, EpisodeRoller, Instance]:
     """The model, its tokenizer, a roller playing as ``train grpo`` does, and the instance."""
     torch.set_num_threads(args.threads)
@@ -48,7 +51,7 @@ def group_roller(
         max_completion_length=4096,
         temperature=args.temperature,
         draft_tokens=args.draft_tokens,
-        rollout_dtype=rollout_dtype,
+        rollout_dtype=resolve_dtype(rollout_dtype or args.rollout_dtype, "--rollout-dtype"),
     )
     instance = get_task(args.task).instance(args.seed, args.difficulty)
     return net, tok, EpisodeRoller(net, tok, opts), instance

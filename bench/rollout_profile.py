@@ -21,9 +21,8 @@ from group_setup import group_parser, group_roller
 
 def main() -> None:
     parser = group_parser(max_turns=6)
-    parser.add_argument("--rollout-dtype", default="bfloat16")
     args = parser.parse_args()
-    _, _, roller, instance = group_roller(args, args.rollout_dtype)
+    _, _, roller, instance = group_roller(args)
     profile = cProfile.Profile()
     started = time.perf_counter()
     profile.enable()
