@@ -6,9 +6,10 @@ gate/up products, no module dispatch) and off (transformers' forward with the de
 attention), alternating the order each round. Per round: the group's wall time, the
 milliseconds per decoding pass and the seconds in reading passes, and whether both
 sampled the same tokens. With a float32 model they agree up to the products' summation
-order; with a bfloat16 sampling copy (``--rollout-dtype auto`` on a CPU with fast bfloat16) the Llama pass keeps
-its cache in bfloat16 where the model forward's is float32, so the sampled tokens part
-somewhere: the two groups are then different draws on the same instance. Each group's
+order; with a bfloat16 sampling copy (``--rollout-dtype auto`` on a CPU with fast
+bfloat16) the Llama pass keeps its cache in bfloat16 where the model forward's is float32,
+so the sampled tokens part somewhere: the two groups are then different draws on the same
+instance. Each group's
 recorded sampling log-probabilities are also checked against the float32 model's forward
 pass over the same tokens (mean and largest absolute difference over the sampled tokens):
 how far off-policy the bfloat16 samples are for a trainer that rescores in float32.
