@@ -605,10 +605,7 @@ class RolloutStreams:
         return hashlib.sha256(key.encode()).hexdigest()[:20]
 
     def save(self, checkpoint: Path) -> None:
-        checkpoint.mkdir(parents=True, exist_ok=True)
-        (checkpoint / self.FILE).write_text(
-            json.dumps({"version": 1, "cursor": self.cursor, "fresh": self.fresh}, indent=1)
-        )
+        write_json(checkpoint / self.FILE, {"cursor": self.cursor, "fresh": self.fresh})
 
     @classmethod
     def load(cls, checkpoint: Path) -> RolloutStreams:
