@@ -137,7 +137,7 @@ def test_a_negative_resample_budget_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_resumed_run_draws_the_fresh_instances_after_those_its_checkpoint_played(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The streams saved with a checkpoint and read back: the next flat group is replaced
     by seed 200002, not by 200000 again (a run before the checkpoint drew 200000 and 200001)."""
@@ -150,6 +150,10 @@ def test_a_resumed_run_draws_the_fresh_instances_after_those_its_checkpoint_play
 
     resumed = RolloutStreams.load(tmp_path / "checkpoint-1")
     assert resumed == streams
+    assert (
+        "resuming the instance streams of checkpoint-1: 1 groups played, "
+        "fresh instances drawn: guess-v1 2" in capsys.readouterr().err
+    )
     roller, out = one_step(1, {7: flat, first + 2: MIXED}, streams=resumed)
     assert out["env_success"] == MIXED
     assert [seed for seed, _ in roller.played] == [7, first + 2]

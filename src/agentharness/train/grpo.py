@@ -617,7 +617,7 @@ class RolloutStreams:
             return cls()
         try:
             data = json.loads(path.read_text())
-            return cls(
+            streams = cls(
                 cursor={str(k): int(v) for k, v in data["cursor"].items()},
                 fresh={str(k): int(v) for k, v in data["fresh"].items()},
             )
@@ -626,6 +626,14 @@ class RolloutStreams:
                 f"{path} is not a rollout streams file ({err}); delete it to resume with the "
                 "streams started again (instances may then be replayed)"
             ) from err
+        drawn = ", ".join(f"{task} {n}" for task, n in sorted(streams.fresh.items()))
+        print(
+            f"[grpo] resuming the instance streams of {checkpoint.name}: "
+            f"{sum(streams.cursor.values())} groups played"
+            + (f", fresh instances drawn: {drawn}" if drawn else ""),
+            file=sys.stderr,
+        )
+        return streams
 
 
 def streams_callback(streams: RolloutStreams) -> Any:
