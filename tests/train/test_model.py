@@ -1,5 +1,6 @@
 """Training set-up (``train.model``): the allocator of training processes
-(``keep_freed_memory``) and the compute dtype ``auto`` resolves to (``resolve_dtype``)."""
+(``keep_freed_memory``), the resident memory the step log reports, and the compute dtype
+``auto`` resolves to (``resolve_dtype``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ import sys
 import pytest
 
 from agentharness.train import model as train_model
-from agentharness.train.model import keep_freed_memory, resolve_dtype
+from agentharness.train.model import (
+    keep_freed_memory,
+    peak_resident_gb,
+    resident_gb,
+    resolve_dtype,
+)
 
 BLOCK = 96 << 20  # above glibc's largest mmap threshold (32 MB): mmap'd by default
 
@@ -51,6 +57,19 @@ def test_the_users_allocator_settings_win(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv("AGENTHARNESS_MALLOC")
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536")
     assert not keep_freed_memory()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_resident_memory_grows_with_what_the_process_touches() -> None:
+    import numpy as np
+
+    before = resident_gb()
+    assert before is not None and 0 < before <= peak_resident_gb() + 0.01
+    # 512 MiB, every page touched (less may be new: freed memory the heap kept is reused)
+    block = np.ones(512 << 20, dtype=np.uint8)
+    assert resident_gb() >= before + 0.3  # type: ignore[operator]
+    assert peak_resident_gb() >= before + 0.3
+    del block
 
 
 @pytest.mark.parametrize("fast", [True, False])

@@ -70,6 +70,7 @@ def test_sft_changes_parameters_with_finite_losses(sft_run: Path, smol_checkpoin
     assert summary["steps"] == 2 and len(summary["losses"]) == 2
     assert all(0 < loss < 20 for loss in summary["losses"])  # finite, and a real LM loss
     assert summary["assistant_tokens"] > 0
+    assert summary["peak_resident_gb"] > 0.3  # at least the model and its optimizer state
     assert changed_tensors(weights(smol_checkpoint), weights(sft_run / "final")) > 10
 
 
@@ -182,6 +183,7 @@ def test_grpo_step_updates_parameters_from_environment_rewards(
     final = one_letters_step(smol_checkpoint, out)
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["steps"] == 1 and all(abs(x) < 1e3 for x in summary["losses"])
+    assert summary["peak_resident_gb"] > 0.3  # at least the model and its optimizer state
     assert changed_tensors(weights(smol_checkpoint), weights(final)) > 10
     # The rewards are the task's own: re-scoring each logged episode gives the same value,
     # and their mean is what the trainer logged.

@@ -52,6 +52,8 @@ from agentharness.train.model import (
     finite_losses,
     load_trainable,
     lora_config,
+    peak_resident_gb,
+    resident_gb,
     resolve_dtype,
     resume_checkpoint,
     save_final,
@@ -727,6 +729,7 @@ def make_rollout_func(
             f"{sum(rewards) / max(1, len(rewards)):.3f}, solved {sum(out['env_success'])}, "
             f"end reasons {sorted(set(out['end_reason']))}, "
             f"rollouts {time.perf_counter() - t0:.1f} s"
+            + (f", resident {resident:.1f} GB" if (resident := resident_gb()) is not None else "")
             + (f", drafted tokens kept {drafts[1]}/{drafts[0]}" if drafts[0] else "")
             + (f", replies copied from an episode that read the same {copied}" if copied else "")
             + (f", flat groups replaced: {'; '.join(flat)}" if flat else ""),
@@ -1564,6 +1567,7 @@ def train_grpo(
             "options": asdict(opts),
             "max_steps": max_steps,
             "seconds": round(time.time() - started, 1),
+            "peak_resident_gb": round(peak_resident_gb(), 2),
             "prompt_sharing": dict(trainer.prompt_sharing),
             "final": str(final),
             "rollouts": str(log_dir),

@@ -52,6 +52,26 @@ def keep_freed_memory() -> bool:
     return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
 
 
+def resident_gb() -> float | None:
+    """This process's resident memory now, in GiB (from /proc; None where there is none).
+
+    Training processes keep the memory they free (:func:`keep_freed_memory`), so this is
+    also how much the heap has grown to: the GRPO step log prints it to show growth."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**30
+
+
+def peak_resident_gb() -> float:
+    """The largest resident memory this process has had, in GiB."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return peak / (2**30 if sys.platform == "darwin" else 2**20)
+
+
 def load_trainable(model: str | None = None) -> tuple[Any, Any]:
     """(model, tokenizer) ready for a trainer: float32, in train mode, with a pad token.
 

@@ -25,6 +25,7 @@ from agentharness.train.model import (
     finite_losses,
     load_trainable,
     lora_config,
+    peak_resident_gb,
     resolve_dtype,
     resume_checkpoint,
     save_final,
@@ -202,6 +203,7 @@ def train_sft(
             "options": asdict(opts),
             "max_steps": max_steps,
             "seconds": round(time.time() - started, 1),
+            "peak_resident_gb": round(peak_resident_gb(), 2),
             "final": str(final),
         },
     )
