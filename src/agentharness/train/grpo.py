@@ -1567,7 +1567,7 @@ def train_grpo(
             "options": asdict(opts),
             "max_steps": max_steps,
             "seconds": round(time.time() - started, 1),
-            "peak_resident_gb": round(peak_resident_gb(), 2),
+            "peak_resident_gb": peak_resident_gb(),
             "prompt_sharing": dict(trainer.prompt_sharing),
             "final": str(final),
             "rollouts": str(log_dir),

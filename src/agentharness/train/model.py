@@ -64,12 +64,14 @@ def resident_gb() -> float | None:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**30
 
 
-def peak_resident_gb() -> float:
-    """The largest resident memory this process has had, in GiB."""
-    import resource
-
+def peak_resident_gb() -> float | None:
+    """The largest resident memory this process has had, in GiB to 0.01 (None on Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
-    return peak / (2**30 if sys.platform == "darwin" else 2**20)
+    return round(peak / (2**30 if sys.platform == "darwin" else 2**20), 2)
 
 
 def load_trainable(model: str | None = None) -> tuple[Any, Any]:

@@ -203,7 +203,7 @@ def train_sft(
             "options": asdict(opts),
             "max_steps": max_steps,
             "seconds": round(time.time() - started, 1),
-            "peak_resident_gb": round(peak_resident_gb(), 2),
+            "peak_resident_gb": peak_resident_gb(),
             "final": str(final),
         },
     )
