@@ -23,11 +23,11 @@ how far off-policy the bfloat16 samples are for a trainer that rescores in float
 from __future__ import annotations
 
 import statistics
-import time
+from functools import partial
 from typing import Any
 
 import torch
-from group_setup import group_parser, group_roller
+from group_setup import alternating_rounds, group_parser, group_roller
 
 from agentharness.train import decode
 
@@ -39,7 +39,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     net, _, roller, instance = group_roller(args)
-    roller.play_group(instance, args.group, seed=0)  # warm-up, untimed
     walls: dict[str, list[float]] = {m: [] for m in MODES}
     pass_ms: dict[str, list[float]] = {m: [] for m in MODES}
     tokens: dict[str, list[list[int]]] = {}
@@ -48,26 +47,14 @@ def main() -> None:
         f"{instance.task} ({args.difficulty}) seed {args.seed}, group {args.group}, "
         f"{args.threads} thread(s), drafts {args.draft_tokens}"
     )
-    for r in range(args.rounds):
-        order = list(MODES) if r % 2 == 0 else list(reversed(MODES))
-        for mode in order:
-            decode.LLAMA_FORWARD = MODES[mode]
-            started = time.perf_counter()
-            rollouts = roller.play_group(instance, args.group, seed=0)
-            wall = time.perf_counter() - started
-            passes, _, seconds = roller.stats["decode"]
-            reads, read_tokens, read_s = roller.stats["read"]
-            walls[mode].append(wall)
-            pass_ms[mode].append(1000 * seconds / max(1, passes))
-            tokens[mode] = [r.completion_ids for r in rollouts]
-            sampled = sum(sum(x.env_mask) for x in rollouts)
-            gaps[mode].append(logprob_gap(net, rollouts))
-            print(
-                f"round {r} {mode:>13}: {wall:6.1f} s, {int(passes)} decoding passes "
-                f"{1000 * seconds / max(1, passes):6.1f} ms each, {int(reads)} reads "
-                f"({int(read_tokens)} tokens) {read_s:5.1f} s, {sampled} sampled tokens, "
-                f"log-prob gap to float32 mean {gaps[mode][-1][0]:.5f} max {gaps[mode][-1][1]:.3f}"
-            )
+    switches = {mode: partial(setattr, decode, "LLAMA_FORWARD", on) for mode, on in MODES.items()}
+    for played in alternating_rounds(roller, instance, args.group, args.rounds, switches):
+        walls[played.mode].append(played.wall)
+        pass_ms[played.mode].append(played.pass_ms)
+        tokens[played.mode] = played.completion_ids
+        gaps[played.mode].append(logprob_gap(net, played.rollouts))
+        mean, largest = gaps[played.mode][-1]
+        print(f"{played.line(13)}, log-prob gap to float32 mean {mean:.5f} max {largest:.3f}")
     base = statistics.median(walls["model forward"])
     for mode in MODES:
         wall = statistics.median(walls[mode])

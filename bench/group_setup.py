@@ -4,12 +4,16 @@
 a group of one instance (difficulty easy unless ``--difficulty``) with the bundled model
 (or ``--model``) and the sampling dtype ``train grpo`` picks by default (``--rollout-dtype
 auto``: a bfloat16 copy where this CPU has fast bfloat16 products, the float32 model where it
-has not).
+has not). The A/B benches (``decode_forward.py``, ``split_products.py``,
+``rollout_overheads.py``) time the group under two settings with :func:`alternating_rounds`.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -55,3 +59,71 @@ def group_roller(
     )
     instance = get_task(args.task).instance(args.seed, args.difficulty)
     return net, tok, EpisodeRoller(net, tok, opts), instance
+
+
+@dataclass(frozen=True)
+class GroupRound:
+    """One timed play of the group under one setting (``mode``)."""
+
+    round: int
+    mode: str
+    wall: float  # seconds for the whole group
+    passes: int  # decoding passes
+    pass_ms: float  # milliseconds a decoding pass
+    reads: int  # reading passes (prompts, tool replies)
+    read_tokens: int
+    read_s: float
+    rollouts: list[Any]
+
+    @property
+    def completion_ids(self) -> list[list[int]]:
+        return [list(r.completion_ids) for r in self.rollouts]
+
+    @property
+    def sampled(self) -> int:
+        """Tokens the model sampled (tool replies excluded)."""
+        return sum(sum(r.env_mask) for r in self.rollouts)
+
+    def line(self, width: int) -> str:
+        """The round's figures, as every A/B bench prints them."""
+        return (
+            f"round {self.round} {self.mode:>{width}}: {self.wall:6.1f} s, {self.passes} decoding "
+            f"passes {self.pass_ms:6.1f} ms each, {self.reads} reads ({self.read_tokens} tokens) "
+            f"{self.read_s:5.1f} s, {self.sampled} sampled tokens"
+        )
+
+
+def alternating_rounds(
+    roller: EpisodeRoller,
+    instance: Instance,
+    group: int,
+    rounds: int,
+    modes: Mapping[str, Callable[[], object]],
+) -> Iterator[GroupRound]:
+    """Play the same group (sampling seed 0) under each setting, round after round.
+
+    ``modes`` maps a setting's name to what switches it on. The order alternates every
+    round so a drift in the machine's load falls on every setting alike; a warm-up play,
+    untimed, comes first.
+    """
+    roller.play_group(instance, group, seed=0)
+    for r in range(rounds):
+        order = list(modes) if r % 2 == 0 else list(reversed(modes))
+        for mode in order:
+            modes[mode]()
+            started = time.perf_counter()
+            rollouts = roller.play_group(instance, group, seed=0)
+            wall = time.perf_counter() - started
+            passes, _, seconds = roller.stats["decode"]
+            reads, read_tokens, read_s = roller.stats["read"]
+            yield GroupRound(
+                r,
+                mode,
+                wall,
+                int(passes),
+                1000 * seconds / max(1, passes),
+                int(reads),
+                int(read_tokens),
+                read_s,
+                rollouts,
+            )

@@ -5,8 +5,8 @@
    median of ``--copies`` calls each.
 2. Decoding under ``torch.inference_mode`` against ``torch.no_grad``: the same group (same
    instance, same sampling seed) played with ``decode.INFERENCE_MODE`` on and off,
-   alternating; per round the wall time, the seconds per decoding step and in reading
-   passes, and whether both modes sampled the same tokens (they must: the arithmetic is
+   alternating; per round the wall time, the milliseconds per decoding step and the seconds
+   in reading passes, and whether both modes sampled the same tokens (they must: the arithmetic is
    the same, only autograd's bookkeeping differs).
 
     python bench/rollout_overheads.py --model experiments/out/v16/models/sft/final \\
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from functools import partial
 
-from group_setup import group_parser, group_roller
+from group_setup import alternating_rounds, group_parser, group_roller
 
 from agentharness.train import decode
 from agentharness.train.decode import sampler
@@ -44,29 +45,19 @@ def main() -> None:
     for kind, seconds in times.items():
         print(f"{kind}: {statistics.median(seconds):.3f} s (median of {args.copies})")
     del kept
-    roller.play_group(instance, args.group, seed=0)  # warm-up, untimed
     walls: dict[str, list[float]] = {m: [] for m in MODES}
     step_ms: dict[str, list[float]] = {m: [] for m in MODES}
     tokens: dict[str, list[list[int]]] = {}
     print(f"{instance.task} seed {args.seed}, group {args.group}, {args.threads} thread(s)")
-    for r in range(args.rounds):
-        order = list(MODES) if r % 2 == 0 else list(reversed(MODES))
-        for mode in order:
-            decode.INFERENCE_MODE = MODES[mode]
-            started = time.perf_counter()
-            rollouts = roller.play_group(instance, args.group, seed=0)
-            wall = time.perf_counter() - started
-            passes, _, seconds = roller.stats["decode"]
-            reads, read_tokens, read_s = roller.stats["read"]
-            walls[mode].append(wall)
-            step_ms[mode].append(1000 * seconds / passes)
-            tokens[mode] = [list(ro.completion_ids) for ro in rollouts]
-            print(
-                f"round {r} {mode:>14}: wall {wall:.1f} s, {int(passes)} decoding steps "
-                f"{1000 * seconds / passes:.1f} ms each, {int(reads)} reads ({int(read_tokens)} "
-                f"tokens) {read_s:.1f} s"
-            )
-        print(f"  same tokens in both modes: {tokens['inference_mode'] == tokens['no_grad']}")
+    switches = {mode: partial(setattr, decode, "INFERENCE_MODE", on) for mode, on in MODES.items()}
+    for played in alternating_rounds(roller, instance, args.group, args.rounds, switches):
+        walls[played.mode].append(played.wall)
+        step_ms[played.mode].append(played.pass_ms)
+        tokens[played.mode] = played.completion_ids
+        print(played.line(14))
+    print(
+        f"same tokens in both modes (last round): {tokens['inference_mode'] == tokens['no_grad']}"
+    )
     base_wall, base_step = (
         statistics.median(walls["no_grad"]),
         statistics.median(step_ms["no_grad"]),

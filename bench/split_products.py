@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import statistics
 import time
+from functools import partial
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from group_setup import group_parser, group_roller
+from group_setup import alternating_rounds, group_parser, group_roller
 
 from agentharness.train import llama_forward
 
@@ -67,7 +68,6 @@ def main() -> None:
     for tokens in (1, 1 + args.draft_tokens):
         products(args.group, tokens)
     _, _, roller, instance = group_roller(args, rollout_dtype="float32")
-    roller.play_group(instance, args.group, seed=0)  # warm-up, untimed
     walls: dict[str, list[float]] = {m: [] for m in MODES}
     pass_ms: dict[str, list[float]] = {m: [] for m in MODES}
     tokens: dict[str, list[list[int]]] = {}
@@ -75,24 +75,14 @@ def main() -> None:
         f"{instance.task} ({args.difficulty}) seed {args.seed}, group {args.group}, "
         f"{args.threads} thread(s), drafts {args.draft_tokens}, float32 sampling model"
     )
-    for r in range(args.rounds):
-        order = list(MODES) if r % 2 == 0 else list(reversed(MODES))
-        for mode in order:
-            llama_forward.SPLIT_PRODUCTS = MODES[mode]
-            started = time.perf_counter()
-            rollouts = roller.play_group(instance, args.group, seed=0)
-            wall = time.perf_counter() - started
-            passes, _, seconds = roller.stats["decode"]
-            reads, read_tokens, read_s = roller.stats["read"]
-            walls[mode].append(wall)
-            pass_ms[mode].append(1000 * seconds / max(1, passes))
-            tokens[mode] = [r.completion_ids for r in rollouts]
-            sampled = sum(sum(x.env_mask) for x in rollouts)
-            print(
-                f"round {r} {mode:>11}: {wall:6.1f} s, {int(passes)} decoding passes "
-                f"{pass_ms[mode][-1]:6.1f} ms each, {int(reads)} reads "
-                f"({int(read_tokens)} tokens) {read_s:5.1f} s, {sampled} sampled tokens"
-            )
+    switches = {
+        mode: partial(setattr, llama_forward, "SPLIT_PRODUCTS", on) for mode, on in MODES.items()
+    }
+    for played in alternating_rounds(roller, instance, args.group, args.rounds, switches):
+        walls[played.mode].append(played.wall)
+        pass_ms[played.mode].append(played.pass_ms)
+        tokens[played.mode] = played.completion_ids
+        print(played.line(11))
     base = statistics.median(walls["one product"])
     base_ms = statistics.median(pass_ms["one product"])
     for mode in MODES:

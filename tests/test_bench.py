@@ -29,3 +29,44 @@ def test_a_benchmark_parses_its_command_line(
         runpy.run_path(str(script), run_name="__main__")
     assert exit_.value.code in (0, None)
     assert "usage:" in capsys.readouterr().out
+
+
+class _Roller:
+    """Plays a 'group' instantly and records which setting was on when it did."""
+
+    def __init__(self, setting: dict[str, str]) -> None:
+        self.setting = setting
+        self.played: list[str] = []
+        self.stats: dict[str, tuple[float, float, float]] = {}
+
+    def play_group(self, instance: object, group: int, seed: int) -> list[object]:
+        self.played.append(self.setting["on"])
+        n = len(self.played)
+        self.stats = {"decode": (10.0 * n, 0.0, 0.5 * n), "read": (2.0, 100.0 * n, 0.1)}
+        return [_Rollout([n, n], [1, 0]) for _ in range(group)]
+
+
+class _Rollout:
+    def __init__(self, completion_ids: list[int], env_mask: list[int]) -> None:
+        self.completion_ids, self.env_mask = completion_ids, env_mask
+
+
+def test_alternating_rounds_switch_each_setting_on_before_its_play_and_swap_the_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("torch", reason="group_setup imports the trainer")
+    monkeypatch.syspath_prepend(str(BENCH))
+    from group_setup import alternating_rounds
+
+    setting = {"on": "none"}
+    roller = _Roller(setting)
+    modes = {m: (lambda m=m: setting.update(on=m)) for m in ("a", "b")}
+    rounds = list(alternating_rounds(roller, "instance", 3, 3, modes))  # type: ignore[arg-type]
+    assert roller.played == ["none", "a", "b", "b", "a", "a", "b"]  # warm-up first, untimed
+    assert [(r.round, r.mode) for r in rounds] == [
+        (0, "a"), (0, "b"), (1, "b"), (1, "a"), (2, "a"), (2, "b")
+    ]  # fmt: skip
+    first = rounds[0]
+    assert (first.passes, first.pass_ms, first.read_tokens, first.reads) == (20, 50.0, 200, 2)
+    assert first.sampled == 3 and first.completion_ids == [[2, 2]] * 3
+    assert first.wall >= 0 and "round 0 a:" in first.line(1)
