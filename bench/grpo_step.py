@@ -7,11 +7,16 @@ machine multiplies it fast, else float32), the training pass forced on every gro
 ``--train-flat-groups``. The script reads TRL's ``step_time`` and the rollout function's
 seconds from the log: the step, its rollouts and its training pass (the difference), with
 each group's mean reward (a group whose episodes all score alike is skipped in real
-training) and the run's ``prompt_sharing`` counts. ``--runs`` lists ``task[:draft_tokens]``
-entries, so a setting can be compared on the same task in the same script.
+training), the run's ``prompt_sharing`` counts and its peak resident memory. ``--runs``
+lists ``task[:draft_tokens[:difficulty]]`` entries, so a setting can be compared on the same
+task in the same script and each task can play its own difficulty. ``--beta`` adds the KL
+term to the reference model, as the experiment's GRPO stage does (0.04): its reference pass
+is part of the step.
 
     python bench/grpo_step.py --model experiments/out/v18/models/sft/final \\
         --runs robot_reach:0,robot_reach:3,harmony,thermal,escape_room
+    python bench/grpo_step.py --model runs/v39/models/sft/final --beta 0.04 \\
+        --runs harmony-v5:3:easy,thermal-v6:3:medium,robot_reach-v7:3:medium --tokens 192
 
 ``--model`` defaults to the bundled SmolLM2-135M-Instruct. Figures: bench/RESULTS.md.
 """
@@ -35,10 +40,13 @@ ROLLOUTS = re.compile(
 LENGTH = re.compile(r"'completions/mean_length': '([0-9.]+)'")
 
 
-def run(task: str, drafts: int, args: argparse.Namespace, out: Path) -> list[dict[str, float]]:
+def run(
+    task: str, drafts: int, difficulty: str, args: argparse.Namespace, out: Path
+) -> tuple[list[dict[str, float]], float | None]:
+    """The run's steps, and its peak resident memory in GB (None where not recorded)."""
     command = [
         sys.executable, "-m", "agentharness.cli", "train", "grpo",
-        "--tasks", task, "--difficulty", args.difficulty, "--n-instances", str(args.steps),
+        "--tasks", task, "--difficulty", difficulty, "--beta", str(args.beta), "--n-instances", str(args.steps),
         "--first-seed", "100001", "--max-steps", str(args.steps), "--num-generations", "8",
         "--max-turns", "4", "--max-new-tokens", str(args.tokens), "--max-completion-length", "4096",
         "--rollout-dtype", args.dtype, "--train-dtype", args.dtype, "--train-flat-groups",
@@ -67,7 +75,7 @@ def run(task: str, drafts: int, args: argparse.Namespace, out: Path) -> list[dic
     return [
         {"step": s, "rollouts": r, "pass": s - r, "model_tokens": n, "reward": w}
         for s, r, n, w in zip(steps, rollouts, lengths, rewards, strict=True)
-    ]
+    ], summary.get("peak_resident_gb")
 
 
 def main() -> None:
@@ -75,16 +83,19 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="default: the bundled SmolLM2-135M")
     parser.add_argument("--runs", default="robot_reach:0,robot_reach:3")
     parser.add_argument("--steps", type=int, default=2)
-    parser.add_argument("--difficulty", default="easy")
+    parser.add_argument("--difficulty", default="easy", help="of runs that name none")
+    parser.add_argument("--beta", type=float, default=0.0, help="KL coefficient (stage: 0.04)")
     parser.add_argument("--tokens", type=int, default=160, help="max new tokens a turn")
     parser.add_argument("--dtype", default="auto", help="auto, float32 or bfloat16")
     args = parser.parse_args()
     table = []
     for entry in args.runs.split(","):
-        task, _, drafts = entry.partition(":")
+        task, _, rest = entry.partition(":")
+        drafts, _, difficulty = rest.partition(":")
         k = int(drafts) if drafts else 3
+        difficulty = difficulty or args.difficulty
         with tempfile.TemporaryDirectory() as tmp:
-            steps = run(task, k, args, Path(tmp) / "grpo")
+            steps, resident = run(task, k, difficulty, args, Path(tmp) / "grpo")
         for i, s in enumerate(steps):
             print(
                 f"{task} drafts {k} step {i}: step {s['step']:.1f} s = rollouts "
@@ -92,17 +103,20 @@ def main() -> None:
                 f"model tokens a row, group mean reward {s['reward']:.3f})",
                 flush=True,
             )
-        table.append((task, k, steps))
+        table.append((f"{task} ({difficulty})", k, steps, resident))
     print(
-        "\n| task | draft tokens | model tokens a row | rollouts s | pass s | step s (each) |"
-        "\n| --- | ---: | ---: | ---: | ---: | ---: |"
+        f"\nbeta {args.beta}, <= 4 turns x {args.tokens} tokens, dtype {args.dtype}\n"
+        "\n| task | draft tokens | model tokens a row | rollouts s | pass s | step s (each) "
+        "| peak resident GB |"
+        "\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
     )
-    for task, k, steps in table:
+    for task, k, steps, resident in table:
         each = ", ".join(f"{s['step']:.1f}" for s in steps)
         print(
             f"| {task} | {k} | {statistics.median(s['model_tokens'] for s in steps):.0f} | "
             f"{statistics.median(s['rollouts'] for s in steps):.1f} | "
-            f"{statistics.median(s['pass'] for s in steps):.1f} | {each} |"
+            f"{statistics.median(s['pass'] for s in steps):.1f} | {each} | "
+            f"{'-' if resident is None else resident} |"
         )
 
 
