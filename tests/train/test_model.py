@@ -1,21 +1,27 @@
 """Training set-up (``train.model``): the allocator of training processes
-(``keep_freed_memory``), the resident memory the step log reports, and the compute dtype
-``auto`` resolves to (``resolve_dtype``)."""
+(``keep_freed_memory``), the resident memory the step log reports, the compute dtype
+``auto`` resolves to (``resolve_dtype``), the checkpoint ``--resume`` continues from and the
+JSON files the trainers write."""
 
 from __future__ import annotations
 
 import ctypes
+import json
 import resource
 import sys
+from pathlib import Path
 
 import pytest
 
+from agentharness.train import TrainInputError
 from agentharness.train import model as train_model
 from agentharness.train.model import (
     keep_freed_memory,
     peak_resident_gb,
     resident_gb,
     resolve_dtype,
+    resume_checkpoint,
+    write_json,
 )
 
 BLOCK = 96 << 20  # above glibc's largest mmap threshold (32 MB): mmap'd by default
@@ -87,3 +93,58 @@ def test_auto_is_bfloat16_only_where_it_is_fast(
 def test_a_dtype_that_is_not_offered_is_refused() -> None:
     with pytest.raises(ValueError, match="train_dtype 'fp16': choose auto, float32, bfloat16"):
         resolve_dtype("fp16", "train_dtype")
+
+
+def checkpoint(trainer: Path, step: int, state: str | None) -> Path:
+    """A checkpoint directory; ``state`` is its trainer_state.json text (None: not written)."""
+    path = trainer / f"checkpoint-{step}"
+    path.mkdir(parents=True)
+    (path / "model.safetensors").write_bytes(b"\0" * 64)
+    if state is not None:
+        (path / "trainer_state.json").write_text(state)
+    return path
+
+
+def test_resume_skips_the_checkpoints_a_run_stopped_while_saving(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert resume_checkpoint(tmp_path, resume=False) is None
+    with pytest.raises(TrainInputError, match="no checkpoint under"):
+        resume_checkpoint(tmp_path, resume=True)
+    checkpoint(tmp_path, 2, json.dumps({"global_step": 2}))
+    checkpoint(tmp_path, 10, json.dumps({"global_step": 10}))  # by number, not by name
+    assert resume_checkpoint(tmp_path, resume=True) == str(tmp_path / "checkpoint-10")
+    assert capsys.readouterr().err == ""
+    checkpoint(tmp_path, 11, None)  # stopped before its state was written
+    checkpoint(tmp_path, 12, '{"global_step": 1')  # stopped while writing it
+    assert resume_checkpoint(tmp_path, resume=True) == str(tmp_path / "checkpoint-10")
+    note = capsys.readouterr().err
+    assert "skipping checkpoint-12, checkpoint-11" in note and "from checkpoint-10" in note
+
+
+def test_resume_refuses_when_no_checkpoint_is_complete(tmp_path: Path) -> None:
+    checkpoint(tmp_path, 1, None)
+    checkpoint(tmp_path, 2, "[]")
+    with pytest.raises(TrainInputError, match=r"no complete checkpoint.*without --resume"):
+        resume_checkpoint(tmp_path, resume=True)
+
+
+def test_a_json_file_is_written_whole_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "run" / "train_summary.json"
+    write_json(path, {"steps": 1})
+    write_text = Path.write_text
+
+    def half_then_full_disk(self: Path, text: str, *args: object, **kwargs: object) -> int:
+        write_text(self, text[: len(text) // 2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", half_then_full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        write_json(path, {"steps": 2, "losses": [1.0, 0.5]})
+    monkeypatch.undo()
+    assert json.loads(path.read_text()) == {"steps": 1}  # the old file, whole
+    assert [p.name for p in path.parent.iterdir()] == ["train_summary.json"]
+    write_json(path, {"steps": 2})
+    assert json.loads(path.read_text()) == {"steps": 2}

@@ -77,7 +77,8 @@ def test_sft_changes_parameters_with_finite_losses(sft_run: Path, smol_checkpoin
 def test_sft_reports_checkpoints_resumes_and_shows_progress(
     sft_run: Path, smol_checkpoint: Path
 ) -> None:
-    """--report-to tensorboard, --save-steps, --resume and the progress bar, via the CLI."""
+    """--report-to tensorboard, --save-steps, --resume (past a checkpoint left half-written)
+    and the progress bar, via the CLI."""
     data = sft_run.parent / "sft.jsonl"
     out = sft_run.parent / "resumable"
     common = [
@@ -100,10 +101,16 @@ def test_sft_reports_checkpoints_resumes_and_shows_progress(
     }
     assert list(out.rglob("events.out.tfevents.*"))  # TensorBoard got the losses
 
+    # A run stopped while saving step 3 left a checkpoint without its trainer state:
+    # --resume goes on from checkpoint-2 and writes checkpoint-3 again.
+    (out / "trainer" / "checkpoint-3").mkdir()
+    (out / "trainer" / "checkpoint-3" / "model.safetensors").write_bytes(b"\0" * 100)
     r = CliRunner().invoke(
         app, [*common, "--max-steps", "3", "--save-steps", "1", "--resume", "--no-progress"]
     )
     assert r.exit_code == 0, r.output
+    assert "skipping checkpoint-3" in r.output and "resuming from checkpoint-2" in r.output
+    assert (out / "trainer" / "checkpoint-3" / "trainer_state.json").exists()
     assert "3/3" not in r.output
     summary = json.loads((out / "train_summary.json").read_text())
     # Steps 1-2 came back with the checkpoint (its log history), step 3 was trained now.

@@ -9,6 +9,7 @@ training and ``save_pretrained``; it is rebuilt here as a plain float32 model.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import json
 import math
 import os
@@ -207,18 +208,50 @@ def check_report_to(names: Sequence[str]) -> list[str]:
 
 
 def resume_checkpoint(trainer_dir: Path, resume: bool) -> str | None:
-    """The checkpoint ``trainer.train(resume_from_checkpoint=...)`` continues from, if ``resume``."""
+    """The checkpoint ``trainer.train(resume_from_checkpoint=...)`` continues from, if ``resume``.
+
+    The newest complete one: the trainer writes a checkpoint's ``trainer_state.json`` last,
+    so a checkpoint without a readable one is what a run stopped while saving left behind
+    (killed, preempted, out of memory). Those are skipped with a note, and the run goes on
+    from the checkpoint before (the trainer writes the skipped step's checkpoint again).
+    """
     if not resume:
         return None
     checkpoints = sorted(
         (p for p in trainer_dir.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()),
         key=lambda p: int(p.name.split("-")[-1]),
+        reverse=True,
     )
     if not checkpoints:
         raise TrainInputError(
             f"--resume: no checkpoint under {trainer_dir}; train with --save-steps N to write them"
         )
-    return str(checkpoints[-1])
+    incomplete = list(itertools.takewhile(lambda p: not _complete(p), checkpoints))
+    if len(incomplete) == len(checkpoints):
+        raise TrainInputError(
+            f"--resume: no complete checkpoint under {trainer_dir} (none has a readable "
+            f"{TRAINER_STATE}: the run was stopped while saving {', '.join(p.name for p in incomplete)}); "
+            "delete them and train again without --resume"
+        )
+    if incomplete:
+        print(
+            f"[train] skipping {', '.join(p.name for p in incomplete)}: no readable "
+            f"{TRAINER_STATE} (the run was stopped while saving it); resuming from "
+            f"{checkpoints[len(incomplete)].name}",
+            file=sys.stderr,
+        )
+    return str(checkpoints[len(incomplete)])
+
+
+TRAINER_STATE = "trainer_state.json"  # the last file the HF trainer writes into a checkpoint
+
+
+def _complete(checkpoint: Path) -> bool:
+    try:
+        state = json.loads((checkpoint / TRAINER_STATE).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(state, dict) and "global_step" in state
 
 
 def finite_losses(log_history: list[dict[str, Any]], key: str = "loss") -> list[float]:
@@ -233,8 +266,14 @@ def finite_losses(log_history: list[dict[str, Any]], key: str = "loss") -> list[
 
 
 def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON; whole or not at all (a run stopped mid-write keeps the old file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(json.dumps(data, indent=2, default=str) + "\n")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def lora_config(r: int, alpha: int) -> Any:
