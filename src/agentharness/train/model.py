@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentharness.agents.local import DEFAULT_MODEL, load_model
+from agentharness.store.run import atomic_write_text
 from agentharness.train import DTYPES, TrainInputError
 
 # glibc's mallopt parameters (malloc.h).
@@ -266,14 +267,9 @@ def finite_losses(log_history: list[dict[str, Any]], key: str = "loss") -> list[
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON; whole or not at all (a run stopped mid-write keeps the old file)."""
+    """Write ``data`` as JSON, whole or not at all (a run stopped mid-write keeps the old file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        partial.write_text(json.dumps(data, indent=2, default=str) + "\n")
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
+    atomic_write_text(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
 def lora_config(r: int, alpha: int) -> Any:
