@@ -146,3 +146,32 @@ def test_a_json_file_is_written_whole_or_not_at_all(
     assert [p.name for p in path.parent.iterdir()] == ["train_summary.json"]
     write_json(path, {"steps": 2})
     assert json.loads(path.read_text()) == {"steps": 2}
+
+
+def test_a_saved_model_replaces_the_old_one_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save stopped half-way (here: the tokenizer fails) leaves the earlier model as it was
+    and no half-written directory a re-run would take for a finished one."""
+    from tiny_lm import tiny_model, tiny_tokenizer
+
+    from agentharness.train.model import save_final
+
+    tok = tiny_tokenizer()
+    final = tmp_path / "models" / "final"
+    save_final(tiny_model(tok, seed=0), tok, final)
+    first = (final / "model.safetensors").read_bytes()
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(tok), "save_pretrained", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        save_final(tiny_model(tok, seed=1), tok, final)
+    monkeypatch.undo()
+    assert (final / "model.safetensors").read_bytes() == first
+    assert [p.name for p in final.parent.iterdir()] == ["final"]
+    save_final(tiny_model(tok, seed=1), tok, final)  # a finished save replaces it
+    assert (final / "model.safetensors").read_bytes() != first
+    assert (final / "tokenizer.json").exists()
+    assert [p.name for p in final.parent.iterdir()] == ["final"]

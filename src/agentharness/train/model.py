@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -106,13 +107,26 @@ def save_final(net: Any, tokenizer: Any, directory: Path) -> Path:
     """Save a (possibly LoRA-wrapped) model and its tokenizer as a plain checkpoint.
 
     A peft model is merged first, so the directory loads with ``--agent local --model DIR``
-    without peft.
+    without peft. An earlier save in ``directory`` is replaced whole.
     """
     if hasattr(net, "merge_and_unload"):
         net = net.merge_and_unload()
-    directory.mkdir(parents=True, exist_ok=True)
-    net.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
+    # Written beside it and renamed into place: a run stopped while saving leaves no
+    # ``directory`` with a config.json and half its weights for a re-run to trust.
+    partial = directory.with_name(f".{directory.name}.partial")
+    replaced = directory.with_name(f".{directory.name}.replaced")
+    for leftover in (partial, replaced):
+        shutil.rmtree(leftover, ignore_errors=True)
+    try:
+        net.save_pretrained(partial)
+        tokenizer.save_pretrained(partial)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if directory.exists():
+        directory.rename(replaced)
+    partial.rename(directory)
+    shutil.rmtree(replaced, ignore_errors=True)
     return directory
 
 
