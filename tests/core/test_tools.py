@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Annotated, Literal
 
@@ -8,6 +9,8 @@ import pytest
 from pydantic import Field
 
 from agentharness.core import Instance, ToolError, ToolResult, World, tool
+
+RELEASE = threading.Event()  # lets Lab.submit_late return
 
 
 def _instance() -> Instance:
@@ -49,6 +52,16 @@ class Lab(World):
         """Sleeps too long."""
         time.sleep(1.0)
         return "late"
+
+    @tool(final=True, timeout_s=0.2)
+    def submit_late(self, answer: int) -> str:
+        """Submit, returning only once the test releases it.
+
+        Args:
+            answer: the answer.
+        """
+        RELEASE.wait(timeout=30)
+        return "accepted"
 
     @tool(final=True)
     def submit(self, answer: int) -> ToolResult:
@@ -113,6 +126,34 @@ def test_timeout_sync_and_async() -> None:
     world = Lab(_instance())
     assert "timed out after 0.2 s" in world.execute("slow", {}).text
     assert "timed out" in asyncio.run(Lab(_instance()).aexecute("slow", {})).text
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_answer_whose_call_timed_out_is_not_recorded(mode: str) -> None:
+    """The agent is told a call that outran its timeout failed, so the answer it returns
+    later must not count (the reward reads ``final_answer``)."""
+    RELEASE.clear()
+    world = Lab(_instance())
+    if mode == "sync":
+        r = world.execute("submit_late", {"answer": 3})
+    else:
+        r = asyncio.run(world.aexecute("submit_late", {"answer": 3}))
+    assert r.is_error and not r.done
+    assert "timed out after 0.2 s" in r.text and "answer was not recorded" in r.text
+    RELEASE.set()  # the abandoned call returns now; the world's next call waits for it
+    assert not world.execute("measure", {"values": [1]}).is_error
+    assert world.final_answer is None
+    again = world.execute("submit", {"answer": 4})
+    assert again.done and world.final_answer == {"answer": 4}
+
+
+def test_a_call_finished_as_its_timeout_ran_out_stands() -> None:
+    from agentharness.core.tools import _Call
+
+    finished_first = _Call()
+    assert finished_first.finish() and not finished_first.abandon()  # its result is returned
+    abandoned_first = _Call()
+    assert abandoned_first.abandon() and not abandoned_first.finish()  # its answer is dropped
 
 
 def test_final_tool_records_answer_and_ends() -> None:

@@ -31,8 +31,43 @@ from agentharness.core.instance import Instance
 DEFAULT_TOOL_TIMEOUT_S = 30.0
 
 # Tool calls run on these threads so a stuck simulator cannot stall the episode loop.
-# A call that times out keeps its thread until it returns; the episode is told.
+# A call that times out keeps its thread until it returns; the episode is told, and the
+# next call of that world waits for it (one call at a time per world).
 _TOOL_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="tool")
+
+
+class _Call:
+    """One tool call's race against its timeout, decided once under a lock: either the
+    call finished first (its result stands, an answer is recorded) or the caller gave up
+    first (the agent is told it timed out, and a final answer it returns later is not
+    recorded)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "running"
+
+    def finish(self) -> bool:
+        """The call returns: True if the caller still waits for it."""
+        with self._lock:
+            if self._state == "abandoned":
+                return False
+            self._state = "finished"
+            return True
+
+    def abandon(self) -> bool:
+        """The caller's timeout ran out: True if the call had not finished."""
+        with self._lock:
+            if self._state == "finished":
+                return False
+            self._state = "abandoned"
+            return True
+
+
+def _timed_out(spec: ToolSpec) -> ToolResult:
+    answer = " The answer was not recorded; call it again." if spec.final else ""
+    return _error(
+        f"tool '{spec.name}' timed out after {spec.timeout_s:g} s; try smaller inputs.{answer}"
+    )
 
 
 class ToolError(Exception):
@@ -190,13 +225,14 @@ class World:
         if isinstance(prepared, ToolResult):
             return prepared
         spec, args = prepared
-        future = _TOOL_POOL.submit(self._call_locked, spec, args)
+        call = _Call()
+        future = _TOOL_POOL.submit(self._call_locked, spec, args, call)
         try:
             return future.result(timeout=spec.timeout_s)
         except concurrent.futures.TimeoutError:
-            return _error(
-                f"tool '{name}' timed out after {spec.timeout_s:g} s; try smaller inputs."
-            )
+            if not call.abandon():  # it finished as the clock ran out: its result stands
+                return future.result()
+            return _timed_out(spec)
 
     async def aexecute(self, name: str, arguments: dict[str, Any] | str) -> ToolResult:
         import asyncio
@@ -205,15 +241,14 @@ class World:
         if isinstance(prepared, ToolResult):
             return prepared
         spec, args = prepared
-        loop = asyncio.get_running_loop()
+        call = _Call()
+        result = asyncio.wrap_future(_TOOL_POOL.submit(self._call_locked, spec, args, call))
         try:
-            return await asyncio.wait_for(
-                loop.run_in_executor(_TOOL_POOL, self._call_locked, spec, args), spec.timeout_s
-            )
+            return await asyncio.wait_for(asyncio.shield(result), spec.timeout_s)
         except asyncio.TimeoutError:
-            return _error(
-                f"tool '{name}' timed out after {spec.timeout_s:g} s; try smaller inputs."
-            )
+            if not call.abandon():
+                return await result
+            return _timed_out(spec)
 
     def _prepare(
         self, name: str, arguments: dict[str, Any] | str
@@ -244,7 +279,7 @@ class World:
             return _error(f"invalid arguments for '{name}': {_describe_validation(e)}")
         return spec, {k: getattr(validated, k) for k in spec.params_model.model_fields}
 
-    def _call_locked(self, spec: ToolSpec, args: dict[str, Any]) -> ToolResult:
+    def _call_locked(self, spec: ToolSpec, args: dict[str, Any], call: _Call) -> ToolResult:
         # One call at a time per world: tools mutate episode state.
         with self._lock:
             self.tool_calls_made += 1
@@ -262,7 +297,8 @@ class World:
             if result.data is not None and not isinstance(out, dict | list):
                 # numpy scalars and arrays, models: plain JSON before they reach a log
                 result = dataclasses.replace(result, data=_jsonable(result.data))
-            if spec.final and not result.is_error:
+            # The agent was told a call that outran its timeout failed: its answer is not kept.
+            if call.finish() and spec.final and not result.is_error:
                 self.final_answer = {k: _jsonable(v) for k, v in args.items()}
                 if not result.done:
                     result = ToolResult(
