@@ -147,6 +147,23 @@ def test_an_answer_whose_call_timed_out_is_not_recorded(mode: str) -> None:
     assert again.done and world.final_answer == {"answer": 4}
 
 
+def test_an_answer_arriving_after_its_episode_was_stopped_is_not_recorded() -> None:
+    RELEASE.clear()
+    world = Lab(_instance())
+
+    async def stopped() -> None:
+        call = asyncio.ensure_future(world.aexecute("submit_late", {"answer": 3}))
+        await asyncio.sleep(0)  # the call is running
+        call.cancel()  # as an episode timeout does
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    asyncio.run(stopped())
+    RELEASE.set()
+    assert not world.execute("measure", {"values": [1]}).is_error  # waits for the late call
+    assert world.final_answer is None
+
+
 def test_a_call_finished_as_its_timeout_ran_out_stands() -> None:
     from agentharness.core.tools import _Call
 

@@ -249,6 +249,9 @@ class World:
             if not call.abandon():
                 return await result
             return _timed_out(spec)
+        except asyncio.CancelledError:  # the episode was stopped (its own timeout, shutdown)
+            call.abandon()
+            raise
 
     def _prepare(
         self, name: str, arguments: dict[str, Any] | str
