@@ -180,3 +180,25 @@ def test_runaway_turns_are_cut_and_still_logged(tmp_path) -> None:  # type: igno
     run.create({})
     run.append(record)  # the deep arguments never reach the log
     assert next(iter(run.episodes())).turns == 4
+
+
+def test_calls_after_the_one_that_ends_the_episode_do_not_run(guess_env) -> None:
+    """A turn that answers twice: the first answer ends the episode and is the one the
+    reward reads; the call after it is answered as not run, in step and astep alike."""
+    for stepping in ("step", "astep"):
+        ep = guess_env.reset(seed=3)
+        secret = ep.instance.hidden["secret"]
+        turn = Message(
+            role="assistant",
+            tool_calls=[
+                ToolCall.make("a", "answer", {"number": secret}),
+                ToolCall.make("b", "answer", {"number": secret + 1}),
+                ToolCall.make("c", "probe", {"guess": 1}),
+            ],
+        )
+        obs = ep.step(turn) if stepping == "step" else asyncio.run(ep.astep(turn))
+        assert obs.done and ep.end_reason == "answered"
+        assert ep.world.final_answer == {"number": secret} and ep.reward().success
+        assert [c.is_error for c in ep.tool_calls] == [False, True, True]
+        assert all("not run" in c.result for c in ep.tool_calls[1:])
+        assert ep.world.probes == 0  # type: ignore[attr-defined]

@@ -60,6 +60,14 @@ MAX_IMAGES_PER_TURN = 8
 FORMAT_ERROR_PREFIX = "Format error:"
 TOOL_IMAGES_SUFFIX = "image(s) returned by the tool call(s) above]"
 
+# A call after the one that ended the episode in the same turn (a second answer, a move
+# after the escape): it does not run, so the answer and world the reward reads are those
+# the episode ended with.
+NOT_RUN = ToolResult(
+    text="Error: not run: the episode had already ended with an earlier call of this turn.",
+    is_error=True,
+)
+
 FORMAT_HINT = (
     'Call tools natively, or write each call as <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call> '
     "with a JSON object of arguments."
@@ -163,9 +171,13 @@ class Episode:
 
     # -- stepping -------------------------------------------------------------------
     def step(self, turn: Message | dict[str, Any] | str, usage: Usage | None = None) -> Observation:
-        """Apply one assistant turn; run its tool calls synchronously."""
+        """Apply one assistant turn; run its tool calls synchronously, in order, up to the
+        one that ends the episode (the calls after it are answered as not run)."""
         message, calls, errors = self._begin(turn, usage)
-        results = [self.world.execute(c.name, c.arguments) for c in calls]
+        results: list[ToolResult] = []
+        for c in calls:
+            ended = any(r.done for r in results)
+            results.append(NOT_RUN if ended else self.world.execute(c.name, c.arguments))
         return self._finish_step(message, calls, results, errors)
 
     async def astep(
@@ -173,7 +185,10 @@ class Episode:
     ) -> Observation:
         """Async twin of :meth:`step`; tool calls run off the event loop."""
         message, calls, errors = self._begin(turn, usage)
-        results = [await self.world.aexecute(c.name, c.arguments) for c in calls]
+        results: list[ToolResult] = []
+        for c in calls:
+            ended = any(r.done for r in results)
+            results.append(NOT_RUN if ended else await self.world.aexecute(c.name, c.arguments))
         return self._finish_step(message, calls, results, errors)
 
     def finish(self, reason: str, error: str | None = None) -> None:
