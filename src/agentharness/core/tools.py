@@ -287,19 +287,7 @@ class World:
         with self._lock:
             self.tool_calls_made += 1
             start = time.perf_counter()
-            try:
-                if spec.parameters is not None:
-                    out = self.call_schema_tool(spec.name, args)
-                else:
-                    out = getattr(self, spec.method_name)(**args)
-            except ToolError as e:
-                return _error(str(e), _jsonable(e.data) if e.data is not None else None)
-            except Exception as e:  # a tool bug or simulator failure is feedback, not a crash
-                return _error(f"{type(e).__name__}: {e}")
-            result = _as_result(out)
-            if result.data is not None and not isinstance(out, dict | list):
-                # numpy scalars and arrays, models: plain JSON before they reach a log
-                result = dataclasses.replace(result, data=_jsonable(result.data))
+            result = self._run(spec, args)
             # The agent was told a call that outran its timeout failed: its answer is not kept.
             if call.finish() and spec.final and not result.is_error:
                 self.final_answer = {k: _jsonable(v) for k, v in args.items()}
@@ -310,6 +298,23 @@ class World:
             if "latency_s" not in result.metrics:
                 result.metrics["latency_s"] = time.perf_counter() - start
             return result
+
+    def _run(self, spec: ToolSpec, args: dict[str, Any]) -> ToolResult:
+        """The tool's result, or the error message its failure gives the agent."""
+        try:
+            if spec.parameters is not None:
+                out = self.call_schema_tool(spec.name, args)
+            else:
+                out = getattr(self, spec.method_name)(**args)
+            result = _as_result(out)
+            if result.data is not None and not isinstance(out, dict | list):
+                # numpy scalars and arrays, models: plain JSON before they reach a log
+                result = dataclasses.replace(result, data=_jsonable(result.data))
+            return result
+        except ToolError as e:
+            return _error(str(e), _jsonable(e.data) if e.data is not None else None)
+        except Exception as e:  # a tool bug or simulator failure is feedback, not a crash
+            return _error(f"{type(e).__name__}: {e}")
 
     def call_schema_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         """Run a JSON-schema tool (:class:`SchemaWorld`); typed tools never come here."""
