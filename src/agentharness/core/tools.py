@@ -48,19 +48,17 @@ class _Call:
 
     def finish(self) -> bool:
         """The call returns: True if the caller still waits for it."""
-        with self._lock:
-            if self._state == "abandoned":
-                return False
-            self._state = "finished"
-            return True
+        return self._settle("finished")
 
     def abandon(self) -> bool:
         """The caller's timeout ran out: True if the call had not finished."""
+        return self._settle("abandoned")
+
+    def _settle(self, outcome: str) -> bool:
         with self._lock:
-            if self._state == "finished":
-                return False
-            self._state = "abandoned"
-            return True
+            if self._state == "running":
+                self._state = outcome
+            return self._state == outcome
 
 
 def _timed_out(spec: ToolSpec) -> ToolResult:
