@@ -1,8 +1,15 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import threading
+
+import pytest
+from toy_task import GUESS, GuessWorld
 
 from agentharness import Budgets, make
+from agentharness.core import tool
+from agentharness.core.episode import Episode
 from agentharness.core.messages import Message, ToolCall
 
 
@@ -202,3 +209,69 @@ def test_calls_after_the_one_that_ends_the_episode_do_not_run(guess_env) -> None
         assert [c.is_error for c in ep.tool_calls] == [False, True, True]
         assert all("not run" in c.result for c in ep.tool_calls[1:])
         assert ep.world.probes == 0  # type: ignore[attr-defined]
+
+
+class _StallingWorld(GuessWorld):
+    """A guess world whose ``stall`` outruns its timeout, then changes the world."""
+
+    gate = threading.Event()
+
+    @tool(timeout_s=0.05)
+    def stall(self) -> str:
+        """Hold the world until the test opens the gate, then count 100 probes."""
+        self.gate.wait(timeout=30)
+        self.probes += 100
+        return "done"
+
+
+@pytest.mark.parametrize("returns_in_time", [True, False])
+def test_the_reward_reads_the_world_after_a_call_given_up_on(
+    returns_in_time: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An episode that ends while a timed-out call still runs is scored once that call
+    has returned (never mid-change), or, if it is still running after SETTLE_S, zero
+    with the reason."""
+    from agentharness.core import episode as episode_module
+
+    monkeypatch.setattr(episode_module, "SETTLE_S", 10.0 if returns_in_time else 0.1)
+    spec = dataclasses.replace(GUESS, world=_StallingWorld)
+    _StallingWorld.gate.clear()
+    ep = Episode(spec=spec, instance=spec.instance(0, "easy"), budgets=Budgets(max_turns=1))
+    opener = threading.Timer(0.3, _StallingWorld.gate.set) if returns_in_time else None
+    if opener:
+        opener.start()
+    obs = ep.step(Message(role="assistant", tool_calls=[ToolCall.make("a", "stall", {})]))
+    assert obs.done and ep.end_reason == "max_turns" and ep.tool_calls[0].is_error
+    reward = ep.reward()
+    _StallingWorld.gate.set()
+    if returns_in_time:  # efficiency 1 / (1 + probes / 10): read after the 100 probes
+        assert reward.component("efficiency") == pytest.approx(1 / 11)
+    else:
+        assert reward.total == 0.0 and not reward.components
+        assert "not scored" in reward.explanation and "still running" in reward.explanation
+
+
+def test_astep_waits_for_a_call_given_up_on_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The gate that lets the timed-out call return is opened by a coroutine on the same
+    loop, so the episode is scored only if its wait leaves the loop free."""
+    from agentharness.core import episode as episode_module
+
+    monkeypatch.setattr(episode_module, "SETTLE_S", 3.0)
+    spec = dataclasses.replace(GUESS, world=_StallingWorld)
+    _StallingWorld.gate.clear()
+    ep = Episode(spec=spec, instance=spec.instance(0, "easy"), budgets=Budgets(max_turns=1))
+
+    async def open_gate() -> None:
+        await asyncio.sleep(0.3)
+        _StallingWorld.gate.set()
+
+    async def main() -> None:
+        opener = asyncio.ensure_future(open_gate())
+        await ep.astep(Message(role="assistant", tool_calls=[ToolCall.make("a", "stall", {})]))
+        await opener
+
+    asyncio.run(main())
+    assert ep.end_reason == "max_turns"
+    assert ep.reward().component("efficiency") == pytest.approx(1 / 11)

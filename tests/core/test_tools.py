@@ -222,3 +222,38 @@ def test_a_copy_with_other_data_answers_from_that_data() -> None:
     blind = inst.model_copy(update={"hidden": {}})
     with pytest.raises(ValidationError):
         blind.hidden_as(Secret)  # not the cached view of the real hidden data
+
+
+def test_a_call_given_up_on_while_it_queued_never_runs() -> None:
+    """The world runs one call at a time: a call that timed out waiting behind a stuck one
+    must not change the world when its turn comes (nobody reads its result)."""
+    RELEASE.clear()
+    world = Lab(_instance())
+    assert world.execute("submit_late", {"answer": 3}).is_error  # stuck, holds the world
+    queued = world.execute("submit_late", {"answer": 5})  # times out waiting for the world
+    assert queued.is_error and "timed out" in queued.text
+    RELEASE.set()
+    assert world.wait_idle(10)
+    assert not world.execute("measure", {"values": [1]}).is_error  # after any queued call
+    assert world.tool_calls_made == 2  # the stuck call and measure; the queued one never ran
+    assert world.final_answer is None
+
+
+def test_a_reader_waits_for_a_running_call_or_is_told_it_still_runs() -> None:
+    RELEASE.clear()
+    world = Lab(_instance())
+    assert world.wait_idle(0) and asyncio.run(world.await_idle(0))
+    assert world.execute("submit_late", {"answer": 3}).is_error  # still running
+    assert not world.wait_idle(0.05) and not asyncio.run(world.await_idle(0.05))
+    with world.settled(0.05) as still:
+        assert not still
+    RELEASE.set()
+    assert asyncio.run(world.await_idle(10))
+    with world.settled(10) as still:
+        assert still
+        late = threading.Thread(target=world.execute, args=("measure", {"values": [1]}))
+        late.start()
+        late.join(0.2)
+        assert late.is_alive() and world.tool_calls_made == 1  # no call runs while held
+    late.join(10)
+    assert world.tool_calls_made == 2

@@ -21,6 +21,7 @@ from agentharness.core.messages import (
     ImageURL,
     Message,
     TextPart,
+    ToolCall,
     assistant,
 )
 from agentharness.rollout.runner import plan, plan_instances, run
@@ -69,6 +70,55 @@ def test_episode_timeout_is_recorded(tmp_path: Path) -> None:
     records = list(run_dir.episodes())
     assert [r.end_reason for r in records] == ["timeout", "timeout"]
     assert all("exceeded" in (r.error or "") for r in records)
+
+
+def test_an_episode_timeout_mid_call_is_scored_after_the_call_returns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The episode's clock runs out while a tool call runs: the reward reads the world
+    once that call has returned, not while it changes, and the wait leaves the event loop
+    free (here the gate that lets the call return is opened by a coroutine on that loop)."""
+    import dataclasses
+    import threading
+
+    from toy_task import GUESS, GuessWorld
+
+    from agentharness.core import episode as episode_module
+    from agentharness.core import tool
+    from agentharness.core.episode import Episode
+    from agentharness.rollout.runner import _play
+
+    gate = threading.Event()
+
+    class Stalling(GuessWorld):
+        @tool(timeout_s=20)
+        def stall(self) -> str:
+            """Hold the world until the gate opens, then count 100 probes."""
+            gate.wait(timeout=30)
+            self.probes += 100
+            return "done"
+
+    class Staller:
+        async def act(self, messages: Any, tools: Any) -> AgentTurn:
+            return AgentTurn(assistant(tool_calls=[ToolCall.make("s", "stall", {})]))
+
+    async def open_gate() -> None:
+        await asyncio.sleep(0.3)
+        gate.set()
+
+    async def main() -> None:
+        opener = asyncio.ensure_future(open_gate())
+        await _play(episode, Staller(), 0.05, time.time(), time.perf_counter())
+        await opener
+
+    monkeypatch.setattr(episode_module, "SETTLE_S", 3.0)
+    spec = dataclasses.replace(GUESS, world=Stalling)
+    episode = Episode(
+        spec=spec, instance=spec.instance(0, "easy"), budgets=spec.interaction.budgets
+    )
+    asyncio.run(main())
+    assert episode.end_reason == "timeout"
+    assert episode.reward().component("efficiency") == pytest.approx(1 / 11)
 
 
 def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:

@@ -68,6 +68,15 @@ NOT_RUN = ToolResult(
     is_error=True,
 )
 
+# How long an ending episode waits for a tool call its caller gave up on (a tool or
+# episode timeout) before the reward reads the world; one still running after it would
+# change the world under the reward, so the episode is scored zero, saying why.
+SETTLE_S = 10.0
+STILL_RUNNING = (
+    "not scored: a tool call that outran its timeout was still running {:g} s after the "
+    "episode ended, so the world could still change; make the tool return within its timeout"
+)
+
 FORMAT_HINT = (
     'Call tools natively, or write each call as <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call> '
     "with a JSON object of arguments."
@@ -189,11 +198,22 @@ class Episode:
         for c in calls:
             ended = any(r.done for r in results)
             results.append(NOT_RUN if ended else await self.world.aexecute(c.name, c.arguments))
-        return self._finish_step(message, calls, results, errors)
+        observation = self._finish_step(message, calls, results, errors, release=False)
+        if self.done:
+            await self.world.await_idle(SETTLE_S)  # off the loop, so the reward does not wait on it
+            self._release()
+        return observation
 
     def finish(self, reason: str, error: str | None = None) -> None:
         """End the episode from outside (timeout, agent failure)."""
         self._end(reason, error)
+        self._release()
+
+    async def afinish(self, reason: str, error: str | None = None) -> None:
+        """:meth:`finish` from an event loop: a tool call the episode gave up on (its
+        timeout) is waited for off the loop."""
+        self._end(reason, error)
+        await self.world.await_idle(SETTLE_S)
         self._release()
 
     def close(self) -> None:
@@ -226,10 +246,15 @@ class Episode:
         """The final reward, computed once the episode is done (or now, if asked early)."""
         if self._reward is not None:
             return self._reward
-        try:
-            reward = self.spec.reward(self.instance, self.world, self.trajectory())
-        except Exception as e:  # a reward bug must not lose the episode
-            reward = Reward.zero(f"reward computation failed: {type(e).__name__}: {e}")
+        with self.world.settled(SETTLE_S) as still:
+            try:
+                reward = (
+                    self.spec.reward(self.instance, self.world, self.trajectory())
+                    if still
+                    else Reward.zero(STILL_RUNNING.format(SETTLE_S))
+                )
+            except Exception as e:  # a reward bug must not lose the episode
+                reward = Reward.zero(f"reward computation failed: {type(e).__name__}: {e}")
         if self.done:
             self._reward = reward
         return reward
@@ -274,6 +299,8 @@ class Episode:
         calls: list[ParsedCall],
         results: list[ToolResult],
         errors: list[str],
+        *,
+        release: bool = True,
     ) -> Observation:
         new: list[Message] = []
         step_reward = 0.0
@@ -324,7 +351,8 @@ class Episode:
         self.messages.extend(new)
         self.step_rewards.append(step_reward)
         self._check_budgets()
-        self._release()
+        if release:
+            self._release()
         return Observation(
             messages=new,
             done=self.done,

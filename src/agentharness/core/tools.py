@@ -12,6 +12,7 @@ with ``is_error=True`` whose text tells the agent what went wrong. It never rais
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -20,7 +21,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar, get_type_hints
 
@@ -31,8 +32,9 @@ from agentharness.core.instance import Instance
 DEFAULT_TOOL_TIMEOUT_S = 30.0
 
 # Tool calls run on these threads so a stuck simulator cannot stall the episode loop.
-# A call that times out keeps its thread until it returns; the episode is told, and the
-# next call of that world waits for it (one call at a time per world).
+# A call that times out keeps its thread until it returns; the episode is told, the next
+# call of that world waits for it (one call at a time per world), and a call given up on
+# while it waited never runs.
 _TOOL_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="tool")
 
 
@@ -45,6 +47,12 @@ class _Call:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._state = "running"
+
+    def begin(self) -> bool:
+        """The call has the world: True if its caller still waits for it (one given up
+        on while it queued for the world never runs)."""
+        with self._lock:
+            return self._state == "running"
 
     def finish(self) -> bool:
         """The call returns: True if the caller still waits for it."""
@@ -160,6 +168,9 @@ _RESERVED = frozenset(
         "tool_schemas",
         "close",
         "call_schema_tool",
+        "wait_idle",
+        "await_idle",
+        "settled",
     }
 )
 
@@ -215,6 +226,36 @@ class World:
     def close(self) -> None:
         """Release per-episode resources. The episode calls it once when it ends, after
         the reward is computed (so the reward may still use the world); it must not raise."""
+
+    # -- settling -------------------------------------------------------------------
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for a tool call still running (one whose caller gave
+        up on it: a tool or episode timeout) to return; True when no call runs."""
+        if self._lock.acquire(timeout=max(0.0, timeout_s)):
+            self._lock.release()
+            return True
+        return False
+
+    async def await_idle(self, timeout_s: float) -> bool:
+        """:meth:`wait_idle` without blocking the event loop."""
+        import asyncio
+
+        if self._lock.acquire(blocking=False):
+            self._lock.release()
+            return True
+        return await asyncio.to_thread(self.wait_idle, timeout_s)
+
+    @contextlib.contextmanager
+    def settled(self, timeout_s: float) -> Iterator[bool]:
+        """Hold the world still while a reward reads it: no tool call runs inside. Yields
+        False when a call given up on still ran after ``timeout_s`` (the world may change
+        under the reader, so it should not score it)."""
+        held = self._lock.acquire(timeout=max(0.0, timeout_s))
+        try:
+            yield held
+        finally:
+            if held:
+                self._lock.release()
 
     # -- execution ------------------------------------------------------------------
     def execute(self, name: str, arguments: dict[str, Any] | str) -> ToolResult:
@@ -283,6 +324,8 @@ class World:
     def _call_locked(self, spec: ToolSpec, args: dict[str, Any], call: _Call) -> ToolResult:
         # One call at a time per world: tools mutate episode state.
         with self._lock:
+            if not call.begin():  # its caller gave up while it queued: the world stays as is
+                return _timed_out(spec)
             self.tool_calls_made += 1
             start = time.perf_counter()
             result = self._run(spec, args)

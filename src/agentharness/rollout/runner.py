@@ -168,7 +168,7 @@ async def _play(
     try:
         agent_s = await asyncio.wait_for(drive(episode, policy), timeout_s)
     except asyncio.TimeoutError:
-        episode.finish("timeout", error=f"episode exceeded {timeout_s:g} s")
+        await episode.afinish("timeout", error=f"episode exceeded {timeout_s:g} s")
     wall = time.perf_counter() - t0
     episode.reward()
     return Timings(started_at=started, wall_s=wall, agent_s=agent_s, env_s=max(0.0, wall - agent_s))
