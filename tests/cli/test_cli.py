@@ -324,7 +324,7 @@ def test_no_color_turns_off_every_ansi_style(tmp_path: Path) -> None:
 
 def test_bad_seeds_and_directories_as_files_are_one_line(tmp_path: Path) -> None:
     r = runner.invoke(app, ["show", "guess", "--seed", "-1"])
-    assert r.exit_code == 2 and "seed -1 is negative" in r.output
+    assert r.exit_code == 2 and "'--seed': Input should be greater than or equal to 0" in r.output
     r = runner.invoke(app, ["generate", "guess", "-o", str(tmp_path)])
     assert r.exit_code == 2 and "is a directory" in r.output
     out = tmp_path / "run"
@@ -452,3 +452,75 @@ def test_a_tracker_that_is_not_installed_fails_before_any_model_loads(
     assert r.exit_code == 2
     (line,) = r.output.strip().splitlines()
     assert line.startswith("error: --report-to no-such-tracker: no such tracker installed")
+
+
+def _numeric_options() -> list[tuple[str, str, Any]]:
+    """(command, parameter, its typer.Option) for every int or float option of bootcamp."""
+    import typing
+
+    from typer.models import OptionInfo
+
+    found = []
+
+    def walk(typer_app: typer.Typer, prefix: str) -> None:
+        for command in typer_app.registered_commands:
+            callback = command.callback
+            assert callback is not None
+            name = f"{prefix}{command.name or callback.__name__.replace('_', '-')}"
+            for param, hint in typing.get_type_hints(callback, include_extras=True).items():
+                if typing.get_origin(hint) is not typing.Annotated:
+                    continue
+                base, *extras = typing.get_args(hint)
+                info = next((e for e in extras if isinstance(e, OptionInfo)), None)
+                kinds = set(typing.get_args(base)) or {base}
+                if info is not None and kinds & {int, float}:
+                    found.append((name, param, info))
+        for group in typer_app.registered_groups:
+            assert group.typer_instance is not None
+            walk(group.typer_instance, f"{prefix}{group.name} ")
+
+    walk(app, "")
+    return found
+
+
+def test_every_numeric_option_has_bounds() -> None:
+    """A count of 0, a negative seed or a zero timeout is a usage error naming the option,
+    never a run that waits forever (no episode starts at --concurrency 0) or does nothing."""
+    from agentharness.cli.app import above_zero
+
+    options = _numeric_options()
+    assert len(options) > 60  # the walk found the commands
+    unbounded = [
+        f"{command} --{param.replace('_', '-')}"
+        for command, param, info in options
+        if info.min is None and info.max is None and info.callback is not above_zero
+    ]
+    assert not unbounded, f"numeric options without bounds: {unbounded}"
+
+
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["eval", "--tasks", "guess", "--concurrency", "0"], "--concurrency"),
+        (["eval", "--tasks", "guess", "-k", "0"], "-k"),
+        (["eval", "--tasks", "guess", "--episode-timeout", "0"], "--episode-timeout"),
+        (["generate", "guess", "-n", "-2"], "-n"),
+        (["serve", "--port", "70000"], "--port"),
+        (["compare", "a", "b", "--n-boot", "0"], "--n-boot"),
+        (["train", "grpo", "--tasks", "guess", "--lr", "-1"], "--lr"),
+    ],
+)
+def test_an_out_of_range_number_is_a_usage_error(args: list[str], option: str) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "Invalid value" in result.output and option in result.output
+
+
+def test_episode_source_rejects_a_concurrency_that_would_wait_forever() -> None:
+    from agentharness.agents.scripted import ExpertAgent
+    from agentharness.rollout.runner import EpisodeSource
+
+    with pytest.raises(ValueError, match="concurrency must be at least 1"):
+        EpisodeSource(ExpertAgent(), concurrency=0)
+    with pytest.raises(ValueError, match="episode_timeout_s must be above 0"):
+        EpisodeSource(ExpertAgent(), episode_timeout_s=0)

@@ -57,6 +57,8 @@ class OpenAIAgent:
     ) -> None:
         if tool_format not in ("native", "text"):
             raise ValueError(f"tool_format must be 'native' or 'text', got {tool_format!r}")
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         sampling = dict(sampling or {})
         clash = [k for k in _RESERVED_KEYS if k in sampling]
         if clash:

@@ -87,6 +87,14 @@ console = Console(width=None if sys.stdout.isatty() else 160, **_PLAIN)  # type:
 err = Console(stderr=True, soft_wrap=True, **_PLAIN)  # type: ignore[arg-type]
 
 
+def above_zero(value: float | None) -> float | None:
+    """Option callback for a quantity that must be positive (seconds, rates, epsilons):
+    Typer's ``min`` cannot exclude zero."""
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"{value:g} is not above 0")
+    return value
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print one error line and return the exit to raise (``raise fail(...)``).
 

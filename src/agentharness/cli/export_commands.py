@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypeVar
 
 import typer
 
-from agentharness.cli.app import BootcampTyper, app, console, fail, task_values, warn
+from agentharness.cli.app import BootcampTyper, above_zero, app, console, fail, task_values, warn
 
 T = TypeVar("T")
 
@@ -206,9 +206,11 @@ def export_groups_command(
     runs: RunsArg,
     out: OutOpt,
     k: Annotated[
-        int | None, typer.Option("-k", help="keep only groups of exactly k rollouts")
+        int | None, typer.Option("-k", min=1, help="keep only groups of exactly k rollouts")
     ] = None,
-    eps: Annotated[float, typer.Option(help="advantage = (r - mean) / (std + eps)")] = 1e-6,
+    eps: Annotated[
+        float, typer.Option(callback=above_zero, help="advantage = (r - mean) / (std + eps)")
+    ] = 1e-6,
     allow_mixed_versions: MixedOpt = False,
 ) -> None:
     """GRPO groups (JSONL): k rollouts per instance, rewards, normalized advantages."""

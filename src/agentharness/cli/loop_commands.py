@@ -38,8 +38,8 @@ def _load(runs: list[Path], *, resolve_images: bool = False) -> LoadedRuns:
 def mine_cmd(
     runs: Annotated[list[Path], typer.Argument(help="run directories to mine")],
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
-    examples: Annotated[int, typer.Option(help="example episodes per cluster")] = 3,
-    top: Annotated[int, typer.Option(help="clusters to print")] = 10,
+    examples: Annotated[int, typer.Option(min=0, help="example episodes per cluster")] = 3,
+    top: Annotated[int, typer.Option(min=1, help="clusters to print")] = 10,
     out: Annotated[
         Path | None,
         typer.Option("-o", "--out", help="also write the report as JSON (read by `report --html`)"),
@@ -87,14 +87,16 @@ def mine_cmd(
 def synth_cmd(
     runs: Annotated[list[Path], typer.Argument(help="run directories whose failures to target")],
     out: Annotated[Path, typer.Option("-o", "--out", help="JSONL file of instances to write")],
-    n: Annotated[int, typer.Option("-n", help="instances to synthesize in all")] = 20,
-    seed: Annotated[int, typer.Option(help="synthesis seed (same inputs + seed, same output)")] = 0,
+    n: Annotated[int, typer.Option("-n", min=1, help="instances to synthesize in all")] = 20,
+    seed: Annotated[
+        int, typer.Option(min=0, help="synthesis seed (same inputs + seed, same output)")
+    ] = 0,
     exclude: Annotated[
         list[Path] | None,
         typer.Option(help="instances JSONL never to reproduce (e.g. a held-out set); repeatable"),
     ] = None,
-    concurrency: Annotated[int, typer.Option(help="expert validations in flight")] = 4,
-    max_attempts: Annotated[int, typer.Option(help="tries per slot before giving up")] = 4,
+    concurrency: Annotated[int, typer.Option(min=1, help="expert validations in flight")] = 4,
+    max_attempts: Annotated[int, typer.Option(min=1, help="tries per slot before giving up")] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """New instances around the failures: neighbours under the same conditions, plus harder
@@ -146,16 +148,17 @@ def filter_cmd(
     runs: Annotated[list[Path], typer.Argument(help="run directories to filter")],
     out: Annotated[Path, typer.Option("-o", "--out", help="run directory to write")],
     min_reward: Annotated[
-        float | None, typer.Option(help="drop episodes below this reward")
+        float | None, typer.Option(min=0, max=1, help="drop episodes below this reward")
     ] = None,
     success_only: Annotated[bool, typer.Option(help="keep successful episodes only")] = False,
     max_turns: Annotated[
-        int | None, typer.Option("--keep-max-turns", help="drop episodes with more turns")
+        int | None, typer.Option("--keep-max-turns", min=1, help="drop episodes with more turns")
     ] = None,
     max_tokens: Annotated[
         int | None,
         typer.Option(
             "--keep-max-tokens",
+            min=1,
             help="drop longer conversations (estimated at 4 characters per token)",
         ),
     ] = None,
@@ -276,9 +279,11 @@ def compare_cmd(
     run_a: Annotated[Path, typer.Argument(help="baseline run (A)")],
     run_b: Annotated[Path, typer.Argument(help="new run (B); deltas are B - A")],
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
-    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
-    n_boot: Annotated[int, typer.Option(help="bootstrap resamples")] = 2000,
-    confidence: Annotated[float, typer.Option(help="interval level")] = 0.95,
+    seed: Annotated[int, typer.Option(min=0, help="bootstrap seed")] = 0,
+    n_boot: Annotated[int, typer.Option(min=1, help="bootstrap resamples")] = 2000,
+    confidence: Annotated[
+        float, typer.Option(min=0.5, max=1, help="interval level, below 1")
+    ] = 0.95,
 ) -> None:
     """Per-task mean reward and success of two runs, deltas with bootstrap confidence
     intervals; paired by instance when both runs used the same instances."""
@@ -340,38 +345,50 @@ def loop_cmd(
         "expert"
     ),
     tasks: Annotated[str, typer.Option(help="comma-separated task ids, or 'all'")] = "all",
-    rounds: Annotated[int, typer.Option(help="rounds (raise it later to continue a loop)")] = 1,
+    rounds: Annotated[
+        int, typer.Option(min=1, help="rounds (raise it later to continue a loop)")
+    ] = 1,
     student_model: Annotated[str | None, typer.Option(help="student --model")] = None,
     student_base_url: Annotated[str | None, typer.Option(help="student --base-url")] = None,
     teacher_model: Annotated[str | None, typer.Option(help="teacher --model")] = None,
     teacher_base_url: Annotated[str | None, typer.Option(help="teacher --base-url")] = None,
     heldout_n: Annotated[
-        int, typer.Option("--heldout-n", "-n", help="held-out instances per task and difficulty")
+        int,
+        typer.Option("--heldout-n", "-n", min=1, help="held-out instances per task and difficulty"),
     ] = 10,
     difficulty: Annotated[str, typer.Option(help="difficulty, or a comma-separated list")] = (
         "medium"
     ),
-    seed: Annotated[int, typer.Option(help="seed of the held-out set, synthesis and CIs")] = 0,
-    eval_k: Annotated[int, typer.Option(help="student samples per held-out instance")] = 1,
-    synth_n: Annotated[int, typer.Option(help="instances synthesized per round")] = 20,
-    teacher_k: Annotated[int, typer.Option(help="teacher samples per synthesized instance")] = 1,
-    min_reward: Annotated[float | None, typer.Option(help="filter: minimum reward")] = None,
+    seed: Annotated[
+        int, typer.Option(min=0, help="seed of the held-out set, synthesis and CIs")
+    ] = 0,
+    eval_k: Annotated[int, typer.Option(min=1, help="student samples per held-out instance")] = 1,
+    synth_n: Annotated[int, typer.Option(min=0, help="instances synthesized per round")] = 20,
+    teacher_k: Annotated[
+        int, typer.Option(min=1, help="teacher samples per synthesized instance")
+    ] = 1,
+    min_reward: Annotated[
+        float | None, typer.Option(min=0, max=1, help="filter: minimum reward")
+    ] = None,
     success_only: Annotated[bool, typer.Option(help="filter: successful episodes only")] = True,
     max_turns: Annotated[
-        int | None, typer.Option("--keep-max-turns", help="filter: most turns of a kept episode")
+        int | None,
+        typer.Option("--keep-max-turns", min=1, help="filter: most turns of a kept episode"),
     ] = None,
     max_tokens: Annotated[
         int | None,
-        typer.Option("--keep-max-tokens", help="filter: longest kept conversation, in tokens"),
+        typer.Option(
+            "--keep-max-tokens", min=1, help="filter: longest kept conversation, in tokens"
+        ),
     ] = None,
     allow_tool_errors: Annotated[bool, typer.Option(help="filter: keep tool errors")] = False,
     trainer: Annotated[
         Literal["none", "sft", "grpo"], typer.Option(help="train the student between evals")
     ] = "none",
-    train_max_steps: Annotated[int | None, typer.Option(help="trainer step limit")] = None,
-    temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
-    agent_seed: Annotated[int, typer.Option(help="seed for scripted/local sampling")] = 0,
-    concurrency: Annotated[int, typer.Option(help="episodes in flight")] = 8,
+    train_max_steps: Annotated[int | None, typer.Option(min=1, help="trainer step limit")] = None,
+    temperature: Annotated[float | None, typer.Option(min=0, help="sampling temperature")] = None,
+    agent_seed: Annotated[int, typer.Option(min=0, help="seed for scripted/local sampling")] = 0,
+    concurrency: Annotated[int, typer.Option(min=1, help="episodes in flight")] = 8,
     backend: Annotated[
         str, typer.Option(help="rollout stages: local (one process) or ray (Ray workers)")
     ] = "local",

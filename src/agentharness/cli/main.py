@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 import agentharness
-from agentharness.cli.app import app, console, err, fail, warn
+from agentharness.cli.app import above_zero, app, console, err, fail, warn
 from agentharness.core.registry import (
     TASK_SOURCES,
     UnknownTaskError,
@@ -76,7 +76,7 @@ def tasks(
 @app.command()
 def show(
     task: str,
-    seed: Annotated[int, typer.Option(help="instance seed")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="instance seed")] = 0,
     difficulty: Annotated[str, typer.Option(help="easy, medium or hard")] = "medium",
     knob: Annotated[
         list[str] | None, typer.Option(help="override a config field: name=value")
@@ -112,9 +112,11 @@ def show(
 @app.command()
 def generate(
     task: str,
-    n: Annotated[int, typer.Option("-n", help="number of instances")] = 10,
+    n: Annotated[int, typer.Option("-n", min=1, help="number of instances")] = 10,
     difficulty: Annotated[str, typer.Option(help="easy, medium or hard")] = "medium",
-    seed: Annotated[int, typer.Option(help="first seed; instances use seed, seed+1, ...")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, help="first seed; instances use seed, seed+1, ...")
+    ] = 0,
     knob: Annotated[
         list[str] | None, typer.Option(help="override a config field: name=value")
     ] = None,
@@ -152,28 +154,30 @@ def eval_(
         str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1")
     ] = None,
     tasks: Annotated[str, typer.Option(help="comma-separated task ids, or 'all'")] = "all",
-    n: Annotated[int, typer.Option("-n", help="instances (seeds) per task")] = 5,
-    k: Annotated[int, typer.Option("-k", help="samples per instance")] = 1,
+    n: Annotated[int, typer.Option("-n", min=1, help="instances (seeds) per task")] = 5,
+    k: Annotated[int, typer.Option("-k", min=1, help="samples per instance")] = 1,
     difficulty: Annotated[str, typer.Option(help="easy, medium or hard")] = "medium",
-    seed: Annotated[int, typer.Option(help="first instance seed")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="first instance seed")] = 0,
     knob: Annotated[
         list[str] | None, typer.Option(help="override a config field: name=value")
     ] = None,
     instances: Annotated[
         Path | None, typer.Option(help="evaluate on these instances (JSONL) instead")
     ] = None,
-    concurrency: Annotated[int, typer.Option(help="episodes in flight")] = 8,
-    episode_timeout: Annotated[float | None, typer.Option(help="seconds per episode")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="episodes in flight")] = 8,
+    episode_timeout: Annotated[
+        float | None, typer.Option(callback=above_zero, help="seconds per episode")
+    ] = None,
     max_turns: Annotated[
         int | None, typer.Option(help="override the task's turn budget", min=1)
     ] = None,
-    temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="max new tokens per turn")] = None,
+    temperature: Annotated[float | None, typer.Option(min=0, help="sampling temperature")] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="max new tokens per turn")] = None,
     tool_format: Annotated[
         Literal["native", "text"],
         typer.Option(help="openai: native tool calls, or the tools written into the prompt"),
     ] = "native",
-    agent_seed: Annotated[int, typer.Option(help="seed for scripted/local sampling")] = 0,
+    agent_seed: Annotated[int, typer.Option(min=0, help="seed for scripted/local sampling")] = 0,
     out: Annotated[Path, typer.Option(help="run directory (re-run to resume)")] = Path("runs/eval"),
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
     preflight: Annotated[
@@ -520,9 +524,11 @@ def report(
 @app.command()
 def check(
     task: str,
-    seeds: Annotated[int, typer.Option(help="seeds per difficulty for the basic checks")] = 3,
+    seeds: Annotated[
+        int, typer.Option(min=1, help="seeds per difficulty for the basic checks")
+    ] = 3,
     adversarial_seeds: Annotated[
-        int, typer.Option(help="seeds per difficulty for the lazy-policy hunt (0 skips it)")
+        int, typer.Option(min=0, help="seeds per difficulty for the lazy-policy hunt (0 skips it)")
     ] = 30,
 ) -> None:
     """Run the conformance check on a task, or 'all'."""

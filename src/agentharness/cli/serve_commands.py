@@ -37,7 +37,9 @@ def serve_command(
     host: Annotated[
         str, typer.Option(help="interface to listen on (0.0.0.0 for other hosts)")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port (0 picks a free one)")] = 8000,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="TCP port (0 picks a free one)")
+    ] = 8000,
     max_sessions: Annotated[
         int, typer.Option(help="most episodes held at once; more get 429 + Retry-After", min=1)
     ] = 256,

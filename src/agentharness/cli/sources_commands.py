@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from agentharness.cli.app import app, console, err, fail
+from agentharness.cli.app import above_zero, app, console, err, fail
 
 
 @app.command()
@@ -62,10 +62,12 @@ def convert(
     name: Annotated[
         str | None, typer.Option(help="task name (default: from the spec's file name)")
     ] = None,
-    max_turns: Annotated[int, typer.Option(help="the writer's turn budget")] = 60,
-    max_checks: Annotated[int, typer.Option(help="check runs the writer may spend")] = 8,
-    check_timeout: Annotated[float, typer.Option(help="seconds per check run")] = 600.0,
-    temperature: Annotated[float | None, typer.Option(help="sampling temperature")] = None,
+    max_turns: Annotated[int, typer.Option(min=1, help="the writer's turn budget")] = 60,
+    max_checks: Annotated[int, typer.Option(min=1, help="check runs the writer may spend")] = 8,
+    check_timeout: Annotated[
+        float, typer.Option(callback=above_zero, help="seconds per check run")
+    ] = 600.0,
+    temperature: Annotated[float | None, typer.Option(min=0, help="sampling temperature")] = None,
     install: Annotated[bool, typer.Option(help="pip install -e the package if it passes")] = True,
     preflight: Annotated[
         bool, typer.Option(help="openai: check the server and model before writing anything")

@@ -13,7 +13,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from agentharness.cli.app import BootcampTyper, app, console, fail, task_values
+from agentharness.cli.app import BootcampTyper, above_zero, app, console, fail, task_values
 from agentharness.train import DTYPES
 
 T = TypeVar("T")
@@ -33,7 +33,7 @@ ModelOpt = Annotated[
 OutOpt = Annotated[
     Path, typer.Option("--out", help="output directory (the model goes to OUT/final)")
 ]
-StepsOpt = Annotated[int | None, typer.Option(help="optimizer steps (default: one pass)")]
+StepsOpt = Annotated[int | None, typer.Option(min=1, help="optimizer steps (default: one pass)")]
 LoraOpt = Annotated[bool, typer.Option("--lora", help="train a LoRA adapter (merged on save)")]
 ReportOpt = Annotated[
     list[str] | None,
@@ -94,17 +94,19 @@ def sft_command(
     out: OutOpt,
     model: ModelOpt = None,
     max_steps: StepsOpt = None,
-    epochs: Annotated[float, typer.Option(help="passes over the data (without --max-steps)")] = 1.0,
-    lr: Annotated[float, typer.Option("--lr", help="learning rate")] = 5e-5,
-    batch_size: Annotated[int, typer.Option(help="conversations per device step")] = 1,
-    grad_accum: Annotated[int, typer.Option(help="gradient accumulation steps")] = 1,
+    epochs: Annotated[
+        float, typer.Option(callback=above_zero, help="passes over the data (without --max-steps)")
+    ] = 1.0,
+    lr: Annotated[float, typer.Option("--lr", callback=above_zero, help="learning rate")] = 5e-5,
+    batch_size: Annotated[int, typer.Option(min=1, help="conversations per device step")] = 1,
+    grad_accum: Annotated[int, typer.Option(min=1, help="gradient accumulation steps")] = 1,
     max_length: Annotated[
-        int, typer.Option(help="tokens per conversation (longer: truncated)")
+        int, typer.Option(min=1, help="tokens per conversation (longer: truncated)")
     ] = 2048,
     truncation: Annotated[
         str, typer.Option(help="keep_start or keep_end of an over-long conversation")
     ] = "keep_start",
-    warmup_steps: Annotated[int, typer.Option(help="learning-rate warmup steps")] = 0,
+    warmup_steps: Annotated[int, typer.Option(min=0, help="learning-rate warmup steps")] = 0,
     train_dtype: Annotated[
         str,
         typer.Option(
@@ -113,8 +115,8 @@ def sft_command(
         ),
     ] = "auto",
     lora: LoraOpt = False,
-    lora_r: Annotated[int, typer.Option(help="LoRA rank")] = 16,
-    seed: Annotated[int, typer.Option(help="training seed")] = 0,
+    lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank")] = 16,
+    seed: Annotated[int, typer.Option(min=0, help="training seed")] = 0,
     report_to: ReportOpt = None,
     save_steps: SaveStepsOpt = None,
     resume: ResumeOpt = False,
@@ -188,12 +190,16 @@ def grpo_command(
         Path | None, typer.Option(help="train on these instances (JSONL) instead of fresh ones")
     ] = None,
     difficulty: Annotated[str, typer.Option(help="difficulty of fresh instances")] = "easy",
-    n_instances: Annotated[int, typer.Option(help="fresh instances per task")] = 16,
-    first_seed: Annotated[int, typer.Option(help="seed of the first fresh instance")] = 100_000,
-    num_generations: Annotated[int, typer.Option(help="group size: episodes per problem")] = 4,
-    prompts_per_step: Annotated[int, typer.Option(help="problems per optimizer step")] = 1,
-    max_turns: Annotated[int, typer.Option(help="assistant turns per episode")] = 4,
-    max_new_tokens: Annotated[int, typer.Option(help="tokens per assistant turn")] = 128,
+    n_instances: Annotated[int, typer.Option(min=1, help="fresh instances per task")] = 16,
+    first_seed: Annotated[
+        int, typer.Option(min=0, help="seed of the first fresh instance")
+    ] = 100_000,
+    num_generations: Annotated[
+        int, typer.Option(min=2, help="group size: episodes per problem")
+    ] = 4,
+    prompts_per_step: Annotated[int, typer.Option(min=1, help="problems per optimizer step")] = 1,
+    max_turns: Annotated[int, typer.Option(min=1, help="assistant turns per episode")] = 4,
+    max_new_tokens: Annotated[int, typer.Option(min=1, help="tokens per assistant turn")] = 128,
     task_budget: Annotated[
         list[str] | None,
         typer.Option(
@@ -202,9 +208,11 @@ def grpo_command(
         ),
     ] = None,
     max_completion_length: Annotated[
-        int, typer.Option(help="model + environment tokens per episode")
+        int, typer.Option(min=1, help="model + environment tokens per episode")
     ] = 2048,
-    temperature: Annotated[float, typer.Option(help="sampling temperature")] = 1.0,
+    temperature: Annotated[
+        float, typer.Option(callback=above_zero, help="sampling temperature")
+    ] = 1.0,
     draft_tokens: Annotated[
         int,
         typer.Option(
@@ -270,13 +278,15 @@ def grpo_command(
             "first with mixed outcomes (0: train on the group as played)",
         ),
     ] = 0,
-    lr: Annotated[float, typer.Option("--lr", help="learning rate")] = 5e-6,
-    beta: Annotated[float, typer.Option(help="KL coefficient to the initial model")] = 0.0,
-    epsilon: Annotated[float, typer.Option(help="clip range of the policy ratio")] = 0.2,
-    num_iterations: Annotated[int, typer.Option(help="optimizer passes per batch")] = 1,
+    lr: Annotated[float, typer.Option("--lr", callback=above_zero, help="learning rate")] = 5e-6,
+    beta: Annotated[float, typer.Option(min=0, help="KL coefficient to the initial model")] = 0.0,
+    epsilon: Annotated[
+        float, typer.Option(callback=above_zero, help="clip range of the policy ratio")
+    ] = 0.2,
+    num_iterations: Annotated[int, typer.Option(min=1, help="optimizer passes per batch")] = 1,
     lora: LoraOpt = False,
-    lora_r: Annotated[int, typer.Option(help="LoRA rank")] = 16,
-    seed: Annotated[int, typer.Option(help="training and sampling seed")] = 0,
+    lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank")] = 16,
+    seed: Annotated[int, typer.Option(min=0, help="training and sampling seed")] = 0,
     report_to: ReportOpt = None,
     save_steps: SaveStepsOpt = None,
     resume: ResumeOpt = False,

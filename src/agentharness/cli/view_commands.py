@@ -21,7 +21,9 @@ def view_command(
         ),
     ],
     host: Annotated[str, typer.Option(help="interface to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port (0 picks a free one)")] = DEFAULT_PORT,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="TCP port (0 picks a free one)")
+    ] = DEFAULT_PORT,
     open_browser: Annotated[
         bool, typer.Option("--open/--no-open", help="open the viewer in a web browser")
     ] = False,

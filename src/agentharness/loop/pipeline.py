@@ -96,7 +96,7 @@ class LoopConfig(BaseModel):
     tasks: str = "all"
     heldout_n: int = Field(10, ge=1, description="held-out instances per task and difficulty")
     difficulty: str = Field("medium", description="one difficulty or a comma-separated list")
-    seed: int = 0
+    seed: int = Field(0, ge=0)
     eval_k: int = Field(1, ge=1, description="student samples per held-out instance")
     synth_n: int = Field(20, ge=0, description="instances to synthesize per round")
     teacher_k: int = Field(1, ge=1, description="teacher samples per synthesized instance")
@@ -107,8 +107,8 @@ class LoopConfig(BaseModel):
     allow_tool_errors: bool = False
     trainer: Literal["none", "sft", "grpo"] = "none"
     train_max_steps: int | None = Field(None, ge=1)
-    temperature: float | None = None
-    agent_seed: int = 0
+    temperature: float | None = Field(None, ge=0.0)
+    agent_seed: int = Field(0, ge=0)
     rounds: int = Field(1, ge=1)
     concurrency: int = Field(8, ge=1)
     # Where rollouts run; the same episodes either way (rollout/ray_backend.py).

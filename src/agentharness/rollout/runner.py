@@ -313,6 +313,12 @@ class EpisodeSource:
         episode_timeout_s: float | None = None,
         budget_overrides: Mapping[str, Any] | None = None,
     ) -> None:
+        if concurrency < 1:  # a semaphore of 0 would start no episode and wait forever
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        if episode_timeout_s is not None and not episode_timeout_s > 0:
+            raise ValueError(
+                f"episode_timeout_s must be above 0 (or None), got {episode_timeout_s}"
+            )
         self.agent = agent
         self.episode_timeout_s = episode_timeout_s
         self.budget_overrides = dict(budget_overrides or {})
