@@ -35,6 +35,19 @@ def test_knobs_override_and_errors() -> None:
         make("guess", high=1)
 
 
+@pytest.mark.parametrize("seed", [-1, 1.5, "3", True])
+def test_a_seed_that_is_not_a_nonnegative_integer_is_a_clear_error(seed: object) -> None:
+    with pytest.raises(TaskConfigError, match="seeds are integers >= 0"):
+        make("guess").reset(seed=seed)  # type: ignore[arg-type]
+
+
+def test_numpy_integer_seeds_name_the_same_instance() -> None:
+    import numpy as np
+
+    env = make("guess")
+    assert env.generate(np.int64(4)) == env.generate(4)
+
+
 def test_determinism_and_instance_id() -> None:
     env = make("guess")
     assert env.generate(4) == env.generate(4)

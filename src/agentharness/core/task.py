@@ -20,6 +20,7 @@ behaviour in place: a change that alters instances or rewards is a new version.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
@@ -191,6 +192,7 @@ class TaskSpec(Generic[W]):
         return self.instance_from_config(config, seed, difficulty)
 
     def instance_from_config(self, config: BaseModel, seed: int, difficulty: str) -> Instance:
+        seed = _as_seed(seed)
         if seed < 0:
             raise TaskConfigError(f"seed {seed} is negative; seeds are integers >= 0")
         problem = self.generator.generate(config, seed)
@@ -224,3 +226,16 @@ def non_finite_paths(data: Any, path: str = "") -> list[str]:
     if isinstance(data, list | tuple):
         return [p for i, v in enumerate(data) for p in non_finite_paths(v, f"{path}[{i}]")]
     return []
+
+
+def _as_seed(seed: Any) -> int:
+    """``seed`` as a plain int (numpy integers too); 1.5, "1" or True are errors, not
+    seeds that would name a different instance than they look like."""
+    if isinstance(seed, bool):
+        raise TaskConfigError(f"seed {seed!r} is a bool; seeds are integers >= 0")
+    try:
+        return operator.index(seed)
+    except TypeError:
+        raise TaskConfigError(
+            f"seed {seed!r} is a {type(seed).__name__}; seeds are integers >= 0"
+        ) from None
