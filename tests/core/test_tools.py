@@ -53,6 +53,12 @@ class Lab(World):
         time.sleep(1.0)
         return "late"
 
+    @tool(timeout_s=0.3)
+    def brief(self) -> str:
+        """Takes 0.1 s, within its timeout."""
+        time.sleep(0.1)
+        return "brief"
+
     @tool(final=True, timeout_s=0.2)
     def submit_late(self, answer: int) -> str:
         """Submit, returning only once the test releases it.
@@ -257,3 +263,50 @@ def test_a_reader_waits_for_a_running_call_or_is_told_it_still_runs() -> None:
         assert late.is_alive() and world.tool_calls_made == 1  # no call runs while held
     late.join(10)
     assert world.tool_calls_made == 2
+
+
+@pytest.fixture
+def one_tool_thread(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Every call of every world on one tool thread, so calls queue for it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agentharness.core import tools
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    monkeypatch.setattr(tools, "_TOOL_POOL", pool)
+    yield tools
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_time_queued_behind_other_worlds_calls_is_not_the_tools(one_tool_thread, mode: str) -> None:  # type: ignore[no-untyped-def]
+    """``brief`` (0.1 s of its 0.3 s) waits 0.5 s for the thread another world's stuck
+    call holds: its clock starts when it runs, so it succeeds."""
+    RELEASE.clear()
+    assert Lab(_instance()).execute("submit_late", {"answer": 1}).is_error  # holds the thread
+    threading.Timer(0.5, RELEASE.set).start()
+    world = Lab(_instance())
+    if mode == "sync":
+        r = world.execute("brief", {})
+    else:
+        r = asyncio.run(world.aexecute("brief", {}))
+    assert not r.is_error and r.text == "brief"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_call_that_never_gets_a_tool_thread_is_an_error_and_never_runs(  # type: ignore[no-untyped-def]
+    one_tool_thread, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(one_tool_thread, "QUEUE_LIMIT_S", 0.2)
+    RELEASE.clear()
+    Lab(_instance()).execute("submit_late", {"answer": 1})  # holds the only thread
+    world = Lab(_instance())
+    if mode == "sync":
+        r = world.execute("measure", {"values": [1]})
+    else:
+        r = asyncio.run(world.aexecute("measure", {"values": [1]}))
+    assert r.is_error and "did not start" in r.text and "fewer episodes" in r.text
+    RELEASE.set()
+    assert world.wait_idle(10)
+    one_tool_thread._TOOL_POOL.submit(lambda: None).result(timeout=10)  # the queue drained
+    assert world.tool_calls_made == 0  # the given-up call never ran

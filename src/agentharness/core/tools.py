@@ -36,6 +36,10 @@ DEFAULT_TOOL_TIMEOUT_S = 30.0
 # call of that world waits for it (one call at a time per world), and a call given up on
 # while it waited never runs.
 _TOOL_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="tool")
+# A tool's timeout clock starts when one of those threads takes the call up: time queued
+# behind other episodes' calls (many episodes at once) is not the tool's. The queue wait
+# has its own, generous bound.
+QUEUE_LIMIT_S = 600.0
 
 
 class _Call:
@@ -47,6 +51,17 @@ class _Call:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._state = "running"
+        # when a tool thread took the call up (time.monotonic()); sync and async callers wait on it
+        self.taken_up: concurrent.futures.Future[float] = concurrent.futures.Future()
+
+    def take_up(self) -> None:
+        """A tool thread starts the call: its timeout clock starts now."""
+        with contextlib.suppress(concurrent.futures.InvalidStateError):
+            self.taken_up.set_result(time.monotonic())
+
+    def time_left(self, timeout_s: float) -> float:
+        """Seconds left on a taken-up call's clock."""
+        return max(0.0, self.taken_up.result() + timeout_s - time.monotonic())
 
     def begin(self) -> bool:
         """The call has the world: True if its caller still waits for it (one given up
@@ -67,6 +82,13 @@ class _Call:
             if self._state == "running":
                 self._state = outcome
             return self._state == outcome
+
+
+def _not_started(spec: ToolSpec) -> ToolResult:
+    return _error(
+        f"tool '{spec.name}' did not start: every tool thread was busy for {QUEUE_LIMIT_S:g} s "
+        "(too many slow calls at once); call it again, or run fewer episodes at once."
+    )
 
 
 def _timed_out(spec: ToolSpec) -> ToolResult:
@@ -267,7 +289,12 @@ class World:
         call = _Call()
         future = _TOOL_POOL.submit(self._call_locked, spec, args, call)
         try:
-            return future.result(timeout=spec.timeout_s)
+            call.taken_up.result(timeout=QUEUE_LIMIT_S)
+        except concurrent.futures.TimeoutError:
+            if call.abandon():
+                return _not_started(spec)
+        try:
+            return future.result(timeout=call.time_left(spec.timeout_s))
         except concurrent.futures.TimeoutError:
             if not call.abandon():  # it finished as the clock ran out: its result stands
                 return future.result()
@@ -283,11 +310,21 @@ class World:
         call = _Call()
         result = asyncio.wrap_future(_TOOL_POOL.submit(self._call_locked, spec, args, call))
         try:
-            return await asyncio.wait_for(asyncio.shield(result), spec.timeout_s)
-        except asyncio.TimeoutError:
-            if not call.abandon():
-                return await result
-            return _timed_out(spec)
+            try:
+                # shielded: cancelling the wait must not cancel the call's clock
+                taken_up = asyncio.shield(asyncio.wrap_future(call.taken_up))
+                await asyncio.wait_for(taken_up, QUEUE_LIMIT_S)
+            except asyncio.TimeoutError:
+                if call.abandon():
+                    return _not_started(spec)
+            try:
+                return await asyncio.wait_for(
+                    asyncio.shield(result), call.time_left(spec.timeout_s)
+                )
+            except asyncio.TimeoutError:
+                if not call.abandon():
+                    return await result
+                return _timed_out(spec)
         except asyncio.CancelledError:  # the episode was stopped (its own timeout, shutdown)
             call.abandon()
             raise
@@ -322,6 +359,7 @@ class World:
         return spec, {k: getattr(validated, k) for k in spec.params_model.model_fields}
 
     def _call_locked(self, spec: ToolSpec, args: dict[str, Any], call: _Call) -> ToolResult:
+        call.take_up()
         # One call at a time per world: tools mutate episode state.
         with self._lock:
             if not call.begin():  # its caller gave up while it queued: the world stays as is
