@@ -541,8 +541,9 @@ class EnvWorker:
         await episode.astep(turn)
         return episode.messages[n:], episode.end_reason, episode.turns
 
-    def finish(self, key: int, reason: str) -> None:
-        self.episodes[key].finish(reason)
+    async def finish(self, key: int, reason: str) -> None:
+        # a tool call that outran its timeout is waited for off the actor's event loop
+        await self.episodes[key].afinish(reason)
 
     def record(self, key: int, agent: str, sample: int, timings: Timings) -> EpisodeRecord:
         episode = self.episodes.pop(key)
