@@ -302,9 +302,9 @@ def test_a_call_that_never_gets_a_tool_thread_is_an_error_and_never_runs(  # typ
     Lab(_instance()).execute("submit_late", {"answer": 1})  # holds the only thread
     world = Lab(_instance())
     if mode == "sync":
-        r = world.execute("measure", {"values": [1]})
+        r = world.execute("brief", {})
     else:
-        r = asyncio.run(world.aexecute("measure", {"values": [1]}))
+        r = asyncio.run(world.aexecute("brief", {}))
     assert r.is_error and "did not start" in r.text and "fewer episodes" in r.text
     RELEASE.set()
     assert world.wait_idle(10)

@@ -38,7 +38,8 @@ DEFAULT_TOOL_TIMEOUT_S = 30.0
 _TOOL_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="tool")
 # A tool's timeout clock starts when one of those threads takes the call up: time queued
 # behind other episodes' calls (many episodes at once) is not the tool's. The queue wait
-# has its own, generous bound.
+# has its own, generous bound. Callers look at it only once the first wait of timeout_s
+# ran out, so a call that returns in time costs what it did before.
 QUEUE_LIMIT_S = 600.0
 
 
@@ -62,6 +63,11 @@ class _Call:
     def time_left(self, timeout_s: float) -> float:
         """Seconds left on a taken-up call's clock."""
         return max(0.0, self.taken_up.result() + timeout_s - time.monotonic())
+
+    @staticmethod
+    def queue_left(queued_at: float) -> float:
+        """Seconds a call queued at ``queued_at`` may still wait for a tool thread."""
+        return max(0.0, queued_at + QUEUE_LIMIT_S - time.monotonic())
 
     def begin(self) -> bool:
         """The call has the world: True if its caller still waits for it (one given up
@@ -287,15 +293,23 @@ class World:
             return prepared
         spec, args = prepared
         call = _Call()
+        queued_at = time.monotonic()
         future = _TOOL_POOL.submit(self._call_locked, spec, args, call)
-        try:
-            call.taken_up.result(timeout=QUEUE_LIMIT_S)
-        except concurrent.futures.TimeoutError:
-            if call.abandon():
-                return _not_started(spec)
-        try:
-            return future.result(timeout=call.time_left(spec.timeout_s))
-        except concurrent.futures.TimeoutError:
+        wait = spec.timeout_s
+        while True:
+            try:
+                return future.result(timeout=wait)
+            except concurrent.futures.TimeoutError:
+                pass
+            if not call.taken_up.done():  # still queued for a thread: its clock has not started
+                try:
+                    call.taken_up.result(timeout=call.queue_left(queued_at))
+                except concurrent.futures.TimeoutError:
+                    if call.abandon():
+                        return _not_started(spec)
+            wait = call.time_left(spec.timeout_s)
+            if wait > 0:
+                continue
             if not call.abandon():  # it finished as the clock ran out: its result stands
                 return future.result()
             return _timed_out(spec)
@@ -308,20 +322,26 @@ class World:
             return prepared
         spec, args = prepared
         call = _Call()
+        queued_at = time.monotonic()
         result = asyncio.wrap_future(_TOOL_POOL.submit(self._call_locked, spec, args, call))
+        wait = spec.timeout_s
         try:
-            try:
-                # shielded: cancelling the wait must not cancel the call's clock
-                taken_up = asyncio.shield(asyncio.wrap_future(call.taken_up))
-                await asyncio.wait_for(taken_up, QUEUE_LIMIT_S)
-            except asyncio.TimeoutError:
-                if call.abandon():
-                    return _not_started(spec)
-            try:
-                return await asyncio.wait_for(
-                    asyncio.shield(result), call.time_left(spec.timeout_s)
-                )
-            except asyncio.TimeoutError:
+            while True:
+                try:
+                    return await asyncio.wait_for(asyncio.shield(result), wait)
+                except asyncio.TimeoutError:
+                    pass
+                if not call.taken_up.done():
+                    # shielded: giving up on the wait must not cancel the call's clock
+                    taken_up = asyncio.shield(asyncio.wrap_future(call.taken_up))
+                    try:
+                        await asyncio.wait_for(taken_up, call.queue_left(queued_at))
+                    except asyncio.TimeoutError:
+                        if call.abandon():
+                            return _not_started(spec)
+                wait = call.time_left(spec.timeout_s)
+                if wait > 0:
+                    continue
                 if not call.abandon():
                     return await result
                 return _timed_out(spec)
