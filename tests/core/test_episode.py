@@ -275,3 +275,29 @@ def test_astep_waits_for_a_call_given_up_on_off_the_event_loop(
     asyncio.run(main())
     assert ep.end_reason == "max_turns"
     assert ep.reward().component("efficiency") == pytest.approx(1 / 11)
+
+
+def test_astep_does_not_wait_twice_for_a_call_that_still_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After its off-loop wait ran out, the episode scores zero at once instead of waiting
+    again, on the event loop, inside the reward."""
+    from agentharness.core import episode as episode_module
+
+    monkeypatch.setattr(episode_module, "SETTLE_S", 0.1)
+    spec = dataclasses.replace(GUESS, world=_StallingWorld)
+    _StallingWorld.gate.clear()
+    ep = Episode(spec=spec, instance=spec.instance(0, "easy"), budgets=Budgets(max_turns=1))
+    waits: list[float] = []
+    settled = ep.world.settled
+
+    def recording(timeout_s: float):  # type: ignore[no-untyped-def]
+        waits.append(timeout_s)
+        return settled(timeout_s)
+
+    monkeypatch.setattr(ep.world, "settled", recording)
+    turn = Message(role="assistant", tool_calls=[ToolCall.make("a", "stall", {})])
+    asyncio.run(ep.astep(turn))
+    _StallingWorld.gate.set()
+    assert ep.end_reason == "max_turns" and "not scored" in ep.reward().explanation
+    assert waits == [0.0]

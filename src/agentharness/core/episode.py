@@ -164,6 +164,7 @@ class Episode:
     started_at: float = field(default_factory=time.time, init=False)
     _reward: Reward | None = field(default=None, init=False)
     _closed: bool = field(default=False, init=False)
+    _settle_s: float | None = field(default=None, init=False)  # None: SETTLE_S
 
     def __post_init__(self) -> None:
         self.world = self.spec.world(self.instance)
@@ -200,7 +201,7 @@ class Episode:
             results.append(NOT_RUN if ended else await self.world.aexecute(c.name, c.arguments))
         observation = self._finish_step(message, calls, results, errors, release=False)
         if self.done:
-            await self.world.await_idle(SETTLE_S)  # off the loop, so the reward does not wait on it
+            await self._settle()
             self._release()
         return observation
 
@@ -213,8 +214,14 @@ class Episode:
         """:meth:`finish` from an event loop: a tool call the episode gave up on (its
         timeout) is waited for off the loop."""
         self._end(reason, error)
-        await self.world.await_idle(SETTLE_S)
+        await self._settle()
         self._release()
+
+    async def _settle(self) -> None:
+        # Wait for a call given up on off the event loop, so the reward does not block it;
+        # if it still runs, the reward does not wait a second time.
+        if not await self.world.await_idle(SETTLE_S):
+            self._settle_s = 0.0
 
     def close(self) -> None:
         """Release the world's resources now, done or not (an abandoned episode).
@@ -246,7 +253,8 @@ class Episode:
         """The final reward, computed once the episode is done (or now, if asked early)."""
         if self._reward is not None:
             return self._reward
-        with self.world.settled(SETTLE_S) as still:
+        wait = SETTLE_S if self._settle_s is None else self._settle_s
+        with self.world.settled(wait) as still:
             try:
                 reward = (
                     self.spec.reward(self.instance, self.world, self.trajectory())
