@@ -72,6 +72,7 @@ def test_wide_products_in_blocks_give_the_same_logits(
     summation order of a block's kernel."""
     from agentharness.train import llama_forward
 
+    monkeypatch.setattr(llama_forward, "ONEDNN_PRODUCTS", False)  # the fallback's products
     monkeypatch.setattr(llama_forward, "SPLIT_MIN_OUT", 16)
     monkeypatch.setattr(llama_forward, "SPLIT_BLOCK_ROWS", 7)
     monkeypatch.setattr(llama_forward, "SPLIT_MAX_TOKENS", 8)
@@ -79,10 +80,28 @@ def test_wide_products_in_blocks_give_the_same_logits(
     whole = play(tiny, True)
     monkeypatch.setattr(llama_forward, "SPLIT_PRODUCTS", True)
     forward = LlamaForward(tiny)
-    assert forward.head_blocks is not None and len(forward.head_blocks) > 2
+    assert forward.head.blocks is not None and len(forward.head.blocks) > 2
     blocks = play(tiny, True)
     assert len(whole) == len(blocks)
     for a, b in zip(whole, blocks, strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_onednn_products_give_the_same_logits(tiny: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """float32 products through oneDNN's packed weights (the default where torch has it)
+    give the logits of plain products, up to summation order."""
+    from agentharness.train import llama_forward
+
+    if llama_forward._packed(torch.zeros(4, 4)) is None:
+        pytest.skip("this torch has no oneDNN products")
+    monkeypatch.setattr(llama_forward, "ONEDNN_PRODUCTS", False)
+    plain = play(tiny, True)
+    monkeypatch.setattr(llama_forward, "ONEDNN_PRODUCTS", True)
+    forward = LlamaForward(tiny)
+    assert forward.head.packed is not None and forward.head.weight is None
+    packed = play(tiny, True)
+    assert len(plain) == len(packed) > 20
+    for a, b in zip(plain, packed, strict=True):
         assert torch.allclose(a, b, atol=1e-5)
 
 

@@ -33,6 +33,13 @@ SPLIT_BLOCK_ROWS = 512
 SPLIT_MIN_OUT = 2048  # weights with fewer output rows gained nothing
 SPLIT_MAX_TOKENS = 64  # rows x tokens fed in a pass; above it the one product is as fast
 
+# Faster still: float32 products through oneDNN with the weights packed once for its
+# kernels. On the AVX2-only AMD EPYC VM, MKL's sgemm (torch's F.linear) ran SmolLM2's
+# products at 9-25 GFLOP/s over 8 rows and oneDNN's at 37-44, and faster at 32 and 512
+# rows too: a group's decoding pass 1.23x (bench/RESULTS.md, "oneDNN products"). The
+# results differ from MKL's only in summation order. Without oneDNN, the blocks above.
+ONEDNN_PRODUCTS = True
+
 
 class LlamaForward:
     """``pass_(input_ids, position_ids, cache, keep)`` -> logits of the last ``keep`` fed
@@ -58,24 +65,23 @@ class LlamaForward:
         self.embed = inner.embed_tokens.weight
         self.dtype = self.embed.dtype
         self.final_norm = inner.norm.weight
-        self.head = model.lm_head.weight
-        self.head_blocks = self._blocks(self.head)
-        self.layers = []
-        self.gate_up_blocks: list[tuple[Any, ...] | None] = []
+        self.layers: list[tuple[Any, Product, Product, Any, Product, Product]] = []
         with torch.no_grad():
+            self.head = Product(model.lm_head.weight)
             for layer in inner.layers:
                 attn, mlp = layer.self_attn, layer.mlp
                 self.layers.append(
                     (
                         layer.input_layernorm.weight,
-                        torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]),
-                        attn.o_proj.weight,
+                        Product(
+                            torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight])
+                        ),
+                        Product(attn.o_proj.weight),
                         layer.post_attention_layernorm.weight,
-                        torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]),
-                        mlp.down_proj.weight,
+                        Product(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight])),
+                        Product(mlp.down_proj.weight),
                     )
                 )
-                self.gate_up_blocks.append(self._blocks(self.layers[-1][4]))
 
     @classmethod
     def build(cls, model: Any) -> LlamaForward | None:
@@ -97,25 +103,6 @@ class LlamaForward:
         ):
             return None
         return cls(model)
-
-    def _blocks(self, weight: Any) -> tuple[Any, ...] | None:
-        """``weight``'s output rows in blocks (views) for :meth:`_product`, or None when it
-        is kept whole (narrow, or not float32)."""
-        import torch
-
-        if weight.dtype != torch.float32 or weight.shape[0] < SPLIT_MIN_OUT:
-            return None
-        return tuple(weight.split(SPLIT_BLOCK_ROWS))
-
-    @staticmethod
-    def _product(x: Any, weight: Any, blocks: tuple[Any, ...] | None) -> Any:
-        """``F.linear(x, weight)``, block by block over a few rows (see SPLIT_PRODUCTS)."""
-        import torch
-        import torch.nn.functional as F
-
-        if blocks is None or not SPLIT_PRODUCTS or x.numel() > SPLIT_MAX_TOKENS * x.shape[-1]:
-            return F.linear(x, weight)
-        return torch.cat([F.linear(x, block) for block in blocks], dim=-1)
 
     def _norm(self, hidden: Any, weight: Any) -> Any:
         # LlamaRMSNorm: the statistics in float32, the result back in the model's dtype
@@ -146,7 +133,7 @@ class LlamaForward:
             return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
 
         for index, (norm_in, qkv_w, o_w, norm_post, gate_up_w, down_w) in enumerate(self.layers):
-            qkv = F.linear(self._norm(hidden, norm_in), qkv_w)
+            qkv = qkv_w(self._norm(hidden, norm_in))
             q = qkv[..., :q_size].view(batch, width, heads, dim).transpose(1, 2)
             k = (
                 qkv[..., q_size : q_size + kv_size]
@@ -155,14 +142,57 @@ class LlamaForward:
             )
             v = qkv[..., q_size + kv_size :].view(batch, width, kv_heads, dim).transpose(1, 2)
             out = cache.attend(index, rotate(q), rotate(k), v, self.scaling)
-            hidden = hidden + F.linear(out.reshape(batch, width, q_size), o_w)
-            gate, up = self._product(
-                self._norm(hidden, norm_post), gate_up_w, self.gate_up_blocks[index]
-            ).chunk(2, dim=-1)
-            hidden = hidden + F.linear(F.silu(gate) * up, down_w)
-        return self._product(
-            self._norm(hidden[:, -keep:], self.final_norm), self.head, self.head_blocks
-        )
+            hidden = hidden + o_w(out.reshape(batch, width, q_size))
+            gate, up = gate_up_w(self._norm(hidden, norm_post)).chunk(2, dim=-1)
+            hidden = hidden + down_w(F.silu(gate) * up)
+        return self.head(self._norm(hidden[:, -keep:], self.final_norm))
+
+
+class Product:
+    """``F.linear(x, weight)`` the fastest way this machine has: through oneDNN with the
+    weight packed for it (float32, ONEDNN_PRODUCTS), else in blocks of output rows over
+    a few rows (SPLIT_PRODUCTS), else as one product."""
+
+    def __init__(self, weight: Any) -> None:
+        import torch
+
+        self.packed = _packed(weight)
+        # a packed weight is all a product needs (the fused copies are not kept twice)
+        self.weight: Any = weight if self.packed is None else None
+        self.blocks: tuple[Any, ...] | None = None
+        if (
+            self.packed is None
+            and weight.dtype == torch.float32
+            and weight.shape[0] >= SPLIT_MIN_OUT
+        ):
+            self.blocks = tuple(weight.split(SPLIT_BLOCK_ROWS))
+
+    def __call__(self, x: Any) -> Any:
+        import torch
+        import torch.nn.functional as F
+
+        if self.packed is not None:
+            return torch.ops.mkldnn._linear_pointwise(x, self.packed, None, "none", [], "")
+        if self.blocks is None or not SPLIT_PRODUCTS or x.numel() > SPLIT_MAX_TOKENS * x.shape[-1]:
+            return F.linear(x, self.weight)
+        return torch.cat([F.linear(x, block) for block in self.blocks], dim=-1)
+
+
+def _packed(weight: Any) -> Any | None:
+    """``weight`` packed for oneDNN's float32 kernels, or None where they are not used."""
+    import torch
+
+    if (
+        not ONEDNN_PRODUCTS
+        or weight.dtype != torch.float32
+        or not torch.backends.mkldnn.is_available()
+    ):
+        return None
+    try:
+        # the batch-size hint picks a layout; the packed weight serves any number of rows
+        return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), 32)
+    except (AttributeError, RuntimeError):  # a torch without the op: MKL's products
+        return None
 
 
 class BlockCache:
