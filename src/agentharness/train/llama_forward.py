@@ -185,6 +185,7 @@ def _packed(weight: Any) -> Any | None:
     if (
         not ONEDNN_PRODUCTS
         or weight.dtype != torch.float32
+        or weight.device.type != "cpu"
         or not torch.backends.mkldnn.is_available()
     ):
         return None
