@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agentharness import get_task, make, resolve_tasks
@@ -192,3 +194,34 @@ def test_episode_for_takes_a_turn_budget_over_the_tasks() -> None:
     for bad in (0, -3, True, 2.5, "3"):
         with pytest.raises(ValueError, match="whole number of at least 1"):
             episode_for(instance, max_turns=bad)  # type: ignore[arg-type]
+
+
+def test_instances_and_prompts_do_not_depend_on_the_process_hash_seed() -> None:
+    """Same task version, config and seed, same instance and prompt in any process: a
+    generator that iterated a set of strings would differ under another PYTHONHASHSEED."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import json\n"
+        "from agentharness import all_tasks\n"
+        "out = {}\n"
+        "for spec in all_tasks():\n"
+        "    inst = spec.instance(3, 'easy')\n"
+        "    prompt = [m.model_dump(mode='json') for m in spec.generator.prompt(inst)]\n"
+        "    out[spec.id] = [inst.model_dump(mode='json'), prompt]\n"
+        "print(json.dumps(out, sort_keys=True))\n"
+    )
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for hash_seed in ("1", "2")
+    ]
+    assert outputs[0] == outputs[1]
+    assert len(json.loads(outputs[0])) >= 10  # every bundled task
