@@ -5,12 +5,14 @@ a group of one instance (difficulty easy unless ``--difficulty``) with the bundl
 (or ``--model``) and the sampling dtype ``train grpo`` picks by default (``--rollout-dtype
 auto``: a bfloat16 copy where this CPU has fast bfloat16 products, the float32 model where it
 has not). The A/B benches (``decode_forward.py``, ``split_products.py``,
-``rollout_overheads.py``) time the group under two settings with :func:`alternating_rounds`.
+``onednn_products.py``, ``rollout_overheads.py``) time the group under two settings with
+:func:`alternating_rounds` (most through :func:`compare_settings`, which also reports).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -127,3 +129,34 @@ def alternating_rounds(
                 read_s,
                 rollouts,
             )
+
+
+def compare_settings(
+    roller: EpisodeRoller,
+    instance: Instance,
+    args: argparse.Namespace,
+    switches: Mapping[str, Callable[[], object]],
+    baseline: str,
+) -> dict[str, list[GroupRound]]:
+    """Play the group under each setting (:func:`alternating_rounds`), print each round,
+    then each setting's median group time and decoding pass against ``baseline``'s."""
+    width = max(map(len, switches))
+    played: dict[str, list[GroupRound]] = {mode: [] for mode in switches}
+    for group_round in alternating_rounds(roller, instance, args.group, args.rounds, switches):
+        played[group_round.mode].append(group_round)
+        print(group_round.line(width))
+
+    def medians(mode: str) -> tuple[float, float]:
+        rounds = played[mode]
+        return statistics.median(r.wall for r in rounds), statistics.median(
+            r.pass_ms for r in rounds
+        )
+
+    base_wall, base_ms = medians(baseline)
+    for mode in played:
+        wall, ms = medians(mode)
+        print(
+            f"{mode:>{width}}: {wall:.1f} s a group (median of {args.rounds}), "
+            f"{base_wall / wall:.2f}x; {ms:.1f} ms a decoding pass, {base_ms / ms:.2f}x"
+        )
+    return played

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from group_setup import alternating_rounds, group_parser, group_roller
+from group_setup import compare_settings, group_parser, group_roller
 
 from agentharness.train import llama_forward
 
@@ -88,8 +88,6 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     products()
     _, _, roller, instance = group_roller(args, rollout_dtype="float32")
-    walls: dict[str, list[float]] = {m: [] for m in MODES}
-    pass_ms: dict[str, list[float]] = {m: [] for m in MODES}
     print(
         f"{instance.task} ({args.difficulty}) seed {args.seed}, group {args.group}, "
         f"{args.threads} thread(s), drafts {args.draft_tokens}, float32 sampling model"
@@ -97,18 +95,7 @@ def main() -> None:
     switches = {
         mode: partial(setattr, llama_forward, "ONEDNN_PRODUCTS", on) for mode, on in MODES.items()
     }
-    for played in alternating_rounds(roller, instance, args.group, args.rounds, switches):
-        walls[played.mode].append(played.wall)
-        pass_ms[played.mode].append(played.pass_ms)
-        print(played.line(12))
-    base = statistics.median(walls["MKL (blocks)"])
-    base_ms = statistics.median(pass_ms["MKL (blocks)"])
-    for mode in MODES:
-        wall, ms = statistics.median(walls[mode]), statistics.median(pass_ms[mode])
-        print(
-            f"{mode:>12}: {wall:.1f} s a group (median of {args.rounds}), {base / wall:.2f}x; "
-            f"{ms:.1f} ms a decoding pass, {base_ms / ms:.2f}x"
-        )
+    compare_settings(roller, instance, args, switches, baseline="MKL (blocks)")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import statistics
 import time
 from functools import partial
 
-from group_setup import alternating_rounds, group_parser, group_roller
+from group_setup import compare_settings, group_parser, group_roller
 
 from agentharness.train import decode
 from agentharness.train.decode import sampler
@@ -45,29 +45,11 @@ def main() -> None:
     for kind, seconds in times.items():
         print(f"{kind}: {statistics.median(seconds):.3f} s (median of {args.copies})")
     del kept
-    walls: dict[str, list[float]] = {m: [] for m in MODES}
-    step_ms: dict[str, list[float]] = {m: [] for m in MODES}
-    tokens: dict[str, list[list[int]]] = {}
     print(f"{instance.task} seed {args.seed}, group {args.group}, {args.threads} thread(s)")
     switches = {mode: partial(setattr, decode, "INFERENCE_MODE", on) for mode, on in MODES.items()}
-    for played in alternating_rounds(roller, instance, args.group, args.rounds, switches):
-        walls[played.mode].append(played.wall)
-        step_ms[played.mode].append(played.pass_ms)
-        tokens[played.mode] = played.completion_ids
-        print(played.line(14))
-    print(
-        f"same tokens in both modes (last round): {tokens['inference_mode'] == tokens['no_grad']}"
-    )
-    base_wall, base_step = (
-        statistics.median(walls["no_grad"]),
-        statistics.median(step_ms["no_grad"]),
-    )
-    for mode in MODES:
-        wall, step = statistics.median(walls[mode]), statistics.median(step_ms[mode])
-        print(
-            f"{mode:>14}: wall {wall:.1f} s (median), {step:.1f} ms a decoding step; "
-            f"vs no_grad {base_wall / wall:.2f}x wall, {base_step / step:.2f}x per step"
-        )
+    played = compare_settings(roller, instance, args, switches, baseline="no_grad")
+    same = played["inference_mode"][-1].completion_ids == played["no_grad"][-1].completion_ids
+    print(f"same tokens in both modes (last round): {same}")
 
 
 if __name__ == "__main__":

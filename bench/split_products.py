@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from group_setup import alternating_rounds, group_parser, group_roller
+from group_setup import compare_settings, group_parser, group_roller
 
 from agentharness.train import llama_forward
 
@@ -67,10 +67,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     for tokens in (1, 1 + args.draft_tokens):
         products(args.group, tokens)
+    llama_forward.ONEDNN_PRODUCTS = False  # the blocks are oneDNN's fallback (onednn_products.py)
     _, _, roller, instance = group_roller(args, rollout_dtype="float32")
-    walls: dict[str, list[float]] = {m: [] for m in MODES}
-    pass_ms: dict[str, list[float]] = {m: [] for m in MODES}
-    tokens: dict[str, list[list[int]]] = {}
     print(
         f"{instance.task} ({args.difficulty}) seed {args.seed}, group {args.group}, "
         f"{args.threads} thread(s), drafts {args.draft_tokens}, float32 sampling model"
@@ -78,22 +76,9 @@ def main() -> None:
     switches = {
         mode: partial(setattr, llama_forward, "SPLIT_PRODUCTS", on) for mode, on in MODES.items()
     }
-    for played in alternating_rounds(roller, instance, args.group, args.rounds, switches):
-        walls[played.mode].append(played.wall)
-        pass_ms[played.mode].append(played.pass_ms)
-        tokens[played.mode] = played.completion_ids
-        print(played.line(11))
-    base = statistics.median(walls["one product"])
-    base_ms = statistics.median(pass_ms["one product"])
-    for mode in MODES:
-        wall, ms = statistics.median(walls[mode]), statistics.median(pass_ms[mode])
-        print(
-            f"{mode:>11}: {wall:.1f} s a group (median of {args.rounds}), {base / wall:.2f}x; "
-            f"{ms:.1f} ms a decoding pass, {base_ms / ms:.2f}x"
-        )
-    print(
-        f"same tokens sampled both ways (last round): {tokens['blocks'] == tokens['one product']}"
-    )
+    played = compare_settings(roller, instance, args, switches, baseline="one product")
+    same = played["blocks"][-1].completion_ids == played["one product"][-1].completion_ids
+    print(f"same tokens sampled both ways (last round): {same}")
 
 
 if __name__ == "__main__":

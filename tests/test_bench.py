@@ -70,3 +70,27 @@ def test_alternating_rounds_switch_each_setting_on_before_its_play_and_swap_the_
     assert (first.passes, first.pass_ms, first.read_tokens, first.reads) == (20, 50.0, 200, 2)
     assert first.sampled == 3 and first.completion_ids == [[2, 2]] * 3
     assert first.wall >= 0 and "round 0 a:" in first.line(1)
+
+
+def test_compare_settings_reports_each_setting_against_the_baseline(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    pytest.importorskip("torch", reason="group_setup imports the trainer")
+    monkeypatch.syspath_prepend(str(BENCH))
+    from group_setup import compare_settings
+
+    setting = {"on": "none"}
+    roller = _Roller(setting)
+    modes = {m: (lambda m=m: setting.update(on=m)) for m in ("fast", "slow")}
+    args = argparse.Namespace(group=2, rounds=2)
+    played = compare_settings(roller, "instance", args, modes, baseline="slow")  # type: ignore[arg-type]
+    assert {m: [r.round for r in rounds] for m, rounds in played.items()} == {
+        "fast": [0, 1],
+        "slow": [0, 1],
+    }
+    out = capsys.readouterr().out
+    # the stub's plays: 50 ms a pass every play; the baseline's summary line is 1.00x
+    assert "slow: " in out and "1.00x; 50.0 ms a decoding pass, 1.00x" in out
+    assert out.count("ms a decoding pass") == 2
