@@ -301,3 +301,35 @@ def test_astep_does_not_wait_twice_for_a_call_that_still_runs(
     _StallingWorld.gate.set()
     assert ep.end_reason == "max_turns" and "not scored" in ep.reward().explanation
     assert waits == [0.0]
+
+
+@pytest.mark.parametrize("stepping", ["step", "astep"])
+@pytest.mark.parametrize("returns_in_time", [True, False])
+def test_a_nudge_does_not_read_a_world_a_timed_out_call_still_changes(
+    stepping: str, returns_in_time: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn without a tool call is nudged from the world's state once the earlier
+    timed-out call has returned; if it still runs, with a nudge that reads nothing."""
+    from agentharness.core import Interaction
+    from agentharness.core import episode as episode_module
+
+    class Counting(Interaction[_StallingWorld]):
+        def on_no_tool_call(self, instance, world, message, nudges):  # type: ignore[no-untyped-def]
+            return f"No tool call. Probes so far: {world.probes}."
+
+    monkeypatch.setattr(episode_module, "SETTLE_S", 10.0 if returns_in_time else 0.1)
+    spec = dataclasses.replace(GUESS, world=_StallingWorld, interaction=Counting())
+    _StallingWorld.gate.clear()
+    ep = Episode(spec=spec, instance=spec.instance(0, "easy"), budgets=Budgets(max_turns=5))
+    ep.step(Message(role="assistant", tool_calls=[ToolCall.make("a", "stall", {})]))
+    assert not ep.done and ep.tool_calls[0].is_error  # timed out, still running
+    if returns_in_time:
+        threading.Timer(0.3, _StallingWorld.gate.set).start()
+    silent = Message(role="assistant", content="thinking")
+    obs = ep.step(silent) if stepping == "step" else asyncio.run(ep.astep(silent))
+    _StallingWorld.gate.set()
+    nudge = obs.messages[-1].text
+    if returns_in_time:
+        assert nudge == "No tool call. Probes so far: 100."  # read after the call returned
+    else:
+        assert nudge == episode_module.STILL_BUSY_NUDGE

@@ -77,6 +77,11 @@ STILL_RUNNING = (
     "episode ended, so the world could still change; make the tool return within its timeout"
 )
 
+STILL_BUSY_NUDGE = (
+    "You did not call a tool. An earlier call is still running after its timeout; "
+    "call a tool to go on."
+)
+
 FORMAT_HINT = (
     'Call tools natively, or write each call as <tool_call>{"name": "TOOL", "arguments": {...}}</tool_call> '
     "with a JSON object of arguments."
@@ -199,7 +204,13 @@ class Episode:
         for c in calls:
             ended = any(r.done for r in results)
             results.append(NOT_RUN if ended else await self.world.aexecute(c.name, c.arguments))
-        observation = self._finish_step(message, calls, results, errors, release=False)
+        nudge_wait = None
+        # a nudge reads the world: wait for a timed-out call off the loop, and only once
+        if not calls and not await self.world.await_idle(SETTLE_S):
+            nudge_wait = 0.0
+        observation = self._finish_step(
+            message, calls, results, errors, release=False, nudge_wait=nudge_wait
+        )
         if self.done:
             await self._settle()
             self._release()
@@ -309,6 +320,7 @@ class Episode:
         errors: list[str],
         *,
         release: bool = True,
+        nudge_wait: float | None = None,  # None: SETTLE_S
     ) -> Observation:
         new: list[Message] = []
         step_reward = 0.0
@@ -347,9 +359,16 @@ class Episode:
         elif not calls and not self.done:
             feedback = None
             if self.nudges < self.budgets.max_nudges:
-                feedback = self.spec.interaction.on_no_tool_call(
-                    self.instance, self.world, message, self.nudges
-                )
+                # the nudge reads the world too: not while a timed-out call changes it
+                wait = SETTLE_S if nudge_wait is None else nudge_wait
+                with self.world.settled(wait) as still:
+                    feedback = (
+                        self.spec.interaction.on_no_tool_call(
+                            self.instance, self.world, message, self.nudges
+                        )
+                        if still
+                        else STILL_BUSY_NUDGE
+                    )
             if feedback is None:
                 self._end("no_answer")
             else:
