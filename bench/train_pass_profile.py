@@ -5,14 +5,17 @@ Plays one group with ``EpisodeRoller`` (as ``train grpo`` does), lays it out as 
 environment's replies between them), then times ``shared_prompt_logps`` forward and
 backward under each variant, rounds alternating so load drifts hit all alike:
 
-- ``fp32``: float32, the exact path;
+- ``fp32``: float32, the exact path, every episode's activations recomputed in the
+  backward (``--keep-activations-gb 0``);
+- ``fp32-keep``: the same keeping every episode's activations (what ``train grpo`` does
+  where they fit in half the available memory);
 - ``bf16``: bfloat16 autocast (``--train-dtype bfloat16``, the default), the head scoring
   only the model's tokens (what ``train grpo`` does: the loss reads no others);
 - ``bf16-all``: the same head scoring every completion position;
 - ``bf16-trl-head``: TRL's fused LM head instead (the pass before 2026-12-01: every
   position, in small tiles);
 - ``bf16-lora``: ``bf16`` on a rank-16 LoRA adapter (``--lora``);
-- ``bf16-nockpt``: ``bf16`` without checkpointing each row (more memory);
+- ``bf16-nockpt``: ``bf16`` keeping every episode's activations (more memory);
 - ``bf16-prompt-only``: ``bf16`` sharing only the prompt, not the completions' common
   opening (the pass before 2026-12-02).
 
@@ -28,6 +31,7 @@ log-probabilities of the model's tokens are from the first variant's.
 from __future__ import annotations
 
 import copy
+import math
 import statistics
 import time
 from typing import Any
@@ -41,6 +45,7 @@ from agentharness.train.model import lora_config
 
 VARIANTS = (
     "fp32",
+    "fp32-keep",
     "bf16",
     "bf16-all",
     "bf16-trl-head",
@@ -66,7 +71,7 @@ def group_batch(rollouts: list[Any]) -> tuple[Any, Any, Any, int]:
 def pass_once(net: Any, batch: tuple[Any, Any, Any, int], variant: str) -> tuple[float, float, Any]:
     """One forward and backward of the group's log-probabilities: seconds of each, the log-probs."""
     ids, mask, model_mask, width = batch
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=variant != "fp32")
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=variant.startswith("bf16"))
     own_head = grpo._head_parts
     if variant == "bf16-trl-head":
         grpo._head_parts = lambda model: None  # what makes the pass fall back to TRL's head
@@ -79,7 +84,7 @@ def pass_once(net: Any, batch: tuple[Any, Any, Any, int], variant: str) -> tuple
                 mask,
                 width,
                 compute_entropy=True,
-                checkpoint_rows=variant != "bf16-nockpt",
+                keep_activations=math.inf if variant in ("bf16-nockpt", "fp32-keep") else 0.0,
                 score_mask=None if variant in ("bf16-all", "bf16-trl-head") else model_mask,
                 share_prefixes=variant != "bf16-prompt-only",
             )

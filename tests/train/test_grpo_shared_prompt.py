@@ -9,6 +9,7 @@ lengths, an empty one and left-padded prompts; rows that share no prompt take TR
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -239,7 +240,7 @@ def test_every_common_prefix_is_computed_once(
         score[2, len(opening) :] = False  # row 2's own tokens are all the environment's
         score[1, len(opening) + len(middle) :] = ~score[1, len(opening) + len(middle) :]
     shared, plain, stats = tree_and_plain_passes(
-        trainer, ids, mask, keep, score, checkpoint_rows=checkpointed
+        trainer, ids, mask, keep, score, keep_activations=0.0 if checkpointed else math.inf
     )
     # Computed once for several rows: the opening, the middle and row 0's (and 4's) ending;
     # for one row: row 1's ending and row 2's (unless the loss reads none of it); with the
@@ -369,12 +370,17 @@ def test_the_float32_head_under_bfloat16_autocast() -> None:
 
 
 def saved_bytes(trainer: Any, ids: Any, mask: Any, keep: int) -> tuple[int, Any]:
-    """Bytes autograd keeps for the backward of one pass, and the log-probs of that pass."""
+    """Bytes autograd keeps for the backward of one pass (each storage once, the weights
+    not counted), and the log-probs of that pass."""
     kept = 0
+    seen = {p.untyped_storage().data_ptr() for p in trainer.model.parameters()}
 
     def pack(tensor: Any) -> Any:
         nonlocal kept
-        kept += tensor.numel() * tensor.element_size()
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in seen:
+            seen.add(storage.data_ptr())
+            kept += storage.nbytes()
         return tensor
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
@@ -382,22 +388,47 @@ def saved_bytes(trainer: Any, ids: Any, mask: Any, keep: int) -> tuple[int, Any]
     return kept, logps
 
 
-def test_checkpointed_episodes_keep_less_and_give_the_same_gradients(tmp_path: Path) -> None:
-    """Each episode's activations are recomputed in the backward (the default), not kept:
-    autograd holds far fewer bytes, and log-probs, entropies and gradients do not change."""
+def test_episodes_past_the_activation_budget_are_recomputed_with_the_same_gradients(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Episodes keep their activations for the backward while they fit in
+    ``keep_activations_gb`` (by default half the available memory: all of them here) and are
+    recomputed in the backward past it (0: every one): autograd holds fewer bytes, and
+    log-probs, entropies and gradients do not change. The budget's estimate of what a pass
+    keeps is an upper bound of what autograd really holds, and not a loose one."""
+    from agentharness.train import grpo
+
     trainer = make_trainer(tmp_path)
     prompt = random_ids(30, seed=0)
     completions = [random_ids(n, seed=20 + n) for n in (40, 37, 29, 44)]
     ids, mask, keep = batch([prompt] * 4, completions)
-    assert trainer.checkpoint_rows
+    books: list[grpo.ActivationBudget] = []
+    original_init = grpo.ActivationBudget.__init__
+
+    def recording_init(self: Any, model: Any, limit: float) -> None:
+        original_init(self, model, limit)
+        books.append(self)
+
+    monkeypatch.setattr(grpo.ActivationBudget, "__init__", recording_init)
+    monkeypatch.setattr(grpo, "available_memory_bytes", lambda: 16 * 2**30)
+    assert trainer.keep_activations_gb is None and trainer._activation_limit() == 8 * 2**30
+    kept_bytes, kept_logps = saved_bytes(trainer, ids, mask, keep)
+    estimate = books[-1].kept
+    kept = logps_and_grads(trainer, ids, mask, keep)
+    assert kept_bytes <= estimate < 3 * kept_bytes
+    trainer.keep_activations_gb = 0
     checkpointed_bytes, checkpointed_logps = saved_bytes(trainer, ids, mask, keep)
     checkpointed = logps_and_grads(trainer, ids, mask, keep)
-    trainer.checkpoint_rows = False
-    kept_bytes, kept_logps = saved_bytes(trainer, ids, mask, keep)
-    kept = logps_and_grads(trainer, ids, mask, keep)
-    torch.testing.assert_close(checkpointed_logps, kept_logps, atol=0, rtol=0)
+    # Room for about half of the episodes: some are kept, the rest recomputed.
+    trainer.keep_activations_gb = estimate / 2 / 2**30
+    partly_bytes, partly_logps = saved_bytes(trainer, ids, mask, keep)
+    partly = logps_and_grads(trainer, ids, mask, keep)
+    for logps in (checkpointed_logps, partly_logps):
+        torch.testing.assert_close(logps, kept_logps, atol=0, rtol=0)
     assert_same(checkpointed, kept)
+    assert_same(partly, kept)
     # Only each row's inputs are kept (plus the prompt's activations, which are shared).
+    assert checkpointed_bytes < partly_bytes < kept_bytes
     assert checkpointed_bytes < kept_bytes / 2
     trainer.shared_prompt = False
     assert_same(checkpointed, logps_and_grads(trainer, ids, mask, keep))

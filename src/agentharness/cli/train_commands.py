@@ -246,14 +246,16 @@ def grpo_command(
             "each episode's prompt + completion (same loss, slower)",
         ),
     ] = True,
-    checkpoint_rows: Annotated[
-        bool,
+    keep_activations_gb: Annotated[
+        float | None,
         typer.Option(
-            "--checkpoint-episodes/--keep-activations",
-            help="shared-prompt pass: recompute each episode's activations in the backward "
-            "(memory of one episode, not the group's; one more forward of the completions)",
+            "--keep-activations-gb",
+            min=0,
+            help="shared-prompt pass: GB of activations kept for the backward; episodes "
+            "past it are recomputed in the backward (one more forward of them). "
+            "Default: half the memory available at each pass; 0 recomputes every episode",
         ),
-    ] = True,
+    ] = None,
     skip_flat_groups: Annotated[
         bool,
         typer.Option(
@@ -356,7 +358,7 @@ def grpo_command(
             rollout_dtype=rollout_dtype,
             train_dtype=train_dtype,
             shared_prompt=shared_prompt,
-            checkpoint_rows=checkpoint_rows,
+            keep_activations_gb=keep_activations_gb,
             skip_flat_groups=skip_flat_groups,
             reward_signal=reward_signal,
             resample_flat=resample_flat,

@@ -49,6 +49,7 @@ from agentharness.store.instances import read_instances
 from agentharness.train import TrainInputError
 from agentharness.train.chat import ChatTemplateError, encode, plain_chat, render
 from agentharness.train.model import (
+    available_memory_bytes,
     finite_losses,
     load_trainable,
     lora_config,
@@ -93,9 +94,12 @@ class GRPOOptions:
     train_dtype: str = "auto"
     # Compute a group's shared prompt once in the training pass (False: TRL's per-episode pass).
     shared_prompt: bool = True
-    # ... and recompute each episode's activations in the backward rather than keep them all
-    # (memory of one episode instead of the group's, for one more forward of the completions).
-    checkpoint_rows: bool = True
+    # ... keeping at most this many GB of activations for the backward: a stretch of the
+    # completions past it is recomputed in the backward instead of kept (one more forward
+    # of it). Keeping what fits saved 17 of 92 s on a thermal-v6 group's pass; recomputing
+    # everything kept a group of long episodes from exhausting a 24 GB machine. None: half
+    # the memory the system has available when the pass starts; 0: recompute every stretch.
+    keep_activations_gb: float | None = None
     # Skip the training pass of a group whose advantages are all zero (every reward equal):
     # with beta 0 its gradient is exactly zero, so the optimizer step is the same without it.
     skip_flat_groups: bool = True
@@ -785,7 +789,7 @@ def shared_prompt_logps(
     logits_to_keep: int,
     compute_entropy: bool = False,
     stats: dict[str, int] | None = None,
-    checkpoint_rows: bool = True,
+    keep_activations: float = 0.0,
     score_mask: Any = None,
     temperature: float = 1.0,
     fp32_head: bool = False,
@@ -815,10 +819,12 @@ def shared_prompt_logps(
     row is its own branch, only the prompt is shared). Branches run one at a time
     rather than as a batch over an expanded cache: on a CPU a few hundred tokens already
     fill the matrix products, and a batch would compute every episode padded to the
-    longest. With ``checkpoint_rows`` (and gradients enabled) each branch's pass is
+    longest. With gradients enabled, a pass whose activations would take the estimated
+    total (:class:`ActivationBudget`) past ``keep_activations`` bytes is
     activation-checkpointed: its activations are recomputed in the backward instead of
-    kept, so a group holds the prompt's activations and not every row's (a group of long
-    episodes otherwise exhausted a 24 GB machine), for one more forward of the completions.
+    kept (one more forward of it), so a group of long episodes holds what fits and not
+    every row's (keeping all exhausted a 24 GB machine); 0 checkpoints every pass but the
+    prompt's.
     Returns ``(logps, entropies)`` shaped ``(rows, logits_to_keep)``, zero at padding like
     TRL's, ``entropies`` None unless asked; None when this cannot apply (no two rows share a
     prompt, completion masks that are not right padding, a one-token prompt, a cache that is
@@ -869,6 +875,7 @@ def shared_prompt_logps(
         return None  # nothing shared: the per-row path costs the same
 
     parts = _head_parts(model)
+    budget = ActivationBudget(model, keep_activations if torch.is_grad_enabled() else math.inf)
     if score_mask is not None:
         score_mask = score_mask.bool()
         if tuple(score_mask.shape) != (n, c):
@@ -882,6 +889,7 @@ def shared_prompt_logps(
         if parts is not None:
             # Every common prefix of the completions (a tree of them) is computed once.
             backbone, head = parts
+            budget.charge(p - 1, 0, p - 1)  # the prompt's are always kept
             cache = backbone(
                 input_ids=prompts[lead : lead + 1, :-1],
                 attention_mask=prompt_masks[lead : lead + 1, :-1],
@@ -899,7 +907,7 @@ def shared_prompt_logps(
                 attention_mask=attention_mask,
                 prompt_length=p,
                 score_mask=score_mask,
-                checkpoint=checkpoint_rows and torch.is_grad_enabled(),
+                budget=budget,
                 temperature=temperature,
                 fp32_head=fp32_head,
                 stats=stats,
@@ -914,6 +922,7 @@ def shared_prompt_logps(
                     and (score_mask is None or bool(score_mask[r, : lengths[r]].any()))
                 )
             continue
+        budget.charge(p - 1, 1, p - 1)
         cache = model(
             input_ids=prompts[lead : lead + 1, :-1],
             attention_mask=prompt_masks[lead : lead + 1, :-1],
@@ -948,7 +957,8 @@ def shared_prompt_logps(
                 return out.log_probs[0] * scored, out.entropy[0] * scored
 
             mask = attention_mask[r : r + 1, : p + length]
-            if checkpoint_rows and torch.is_grad_enabled():
+            # TRL's fused head scores every position
+            if not budget.keep(length, length + 1, p + length):
                 # Non-reentrant: gradients still reach the prompt's keys and values, which
                 # the row reads through the closure, and autocast is replayed as it was.
                 row_logps, row_entropy = torch.utils.checkpoint.checkpoint(
@@ -981,6 +991,58 @@ def shared_prompt_logps(
         )
 
     return padded(logps), padded(entropies) if compute_entropy else None
+
+
+class ActivationBudget:
+    """Which passes of a training pass keep their activations for the backward.
+
+    :meth:`keep` says whether a pass fits in what is left of ``limit`` bytes and, if so,
+    books it. What autograd keeps is estimated from the model's shape, per layer and new
+    position (the projections' and the MLP's inputs and outputs), per position attended
+    to (the keys and values a pass concatenates to its parent's and the attention saves),
+    and per position scored by the head (the float32 log-softmax and its exponential); the
+    estimate is an upper bound of what SmolLM2 keeps in float32 (a test measures it), so
+    a pass is never kept on an underestimate. Without gradients nothing is kept anyway:
+    give ``math.inf``.
+    """
+
+    BYTES = 4  # float32; an autocast pass keeps some of it in bfloat16, which the bound covers
+
+    def __init__(self, model: Any, limit: float) -> None:
+        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+        config = getattr(inner, "config", None)
+        if config is not None and hasattr(config, "get_text_config"):
+            config = config.get_text_config()
+        hidden = int(getattr(config, "hidden_size", 0) or 0)
+        layers = int(getattr(config, "num_hidden_layers", 0) or 0)
+        heads = int(getattr(config, "num_attention_heads", 0) or 0)
+        kv_heads = int(getattr(config, "num_key_value_heads", 0) or heads)
+        head_dim = int(getattr(config, "head_dim", 0) or (hidden // heads if heads else 0))
+        intermediate = int(getattr(config, "intermediate_size", 0) or 4 * hidden)
+        self.per_token = self.BYTES * layers * (10 * hidden + 5 * intermediate)
+        self.per_context = self.BYTES * layers * 3 * (heads + kv_heads) * head_dim
+        self.per_scored = self.BYTES * 3 * int(getattr(config, "vocab_size", 0) or 0)
+        if not (self.per_token and self.per_context and self.per_scored):
+            limit = 0.0  # a shape this cannot read: keep nothing (the safe side)
+        self.limit = limit
+        self.kept = 0
+
+    def estimate(self, tokens: int, scored: int, context: int) -> int:
+        """Bytes a pass of ``tokens`` new positions (``scored`` of them through the head),
+        attending over ``context`` positions in all, keeps for the backward."""
+        return tokens * self.per_token + context * self.per_context + scored * self.per_scored
+
+    def keep(self, tokens: int, scored: int, context: int) -> bool:
+        """Whether such a pass keeps its activations (then counted as kept)."""
+        need = self.estimate(tokens, scored, context)
+        if self.kept + need > self.limit:
+            return False
+        self.kept += need
+        return True
+
+    def charge(self, tokens: int, scored: int, context: int) -> None:
+        """Count a pass that keeps its activations whatever the limit (a shared prompt)."""
+        self.kept += self.estimate(tokens, scored, context)
 
 
 def _plain_cache_tensors(cache: Any, length: int) -> list[tuple[Any, Any]] | None:
@@ -1116,7 +1178,7 @@ def _run_tree_node(
     attention_mask: Any,
     prompt_length: int,
     score_mask: Any,
-    checkpoint: bool,
+    budget: ActivationBudget,
     temperature: float,
     fp32_head: bool,
     stats: dict[str, int] | None,
@@ -1125,9 +1187,8 @@ def _run_tree_node(
     and entropies of its tokens and (``keep_cache``) the keys and values with its own.
 
     It reads the token before its first (the hidden state there predicts that first token)
-    up to the one before its last. Activation-checkpointed with ``checkpoint``: recomputed
-    in the backward instead of kept, so a group holds the prompt's activations and not
-    every row's (a group of long episodes otherwise exhausted a 24 GB machine).
+    up to the one before its last. Activation-checkpointed (recomputed in the backward
+    instead of kept) when its activations do not fit in what is left of ``budget``.
     """
     import torch
     import torch.utils.checkpoint
@@ -1158,7 +1219,8 @@ def _run_tree_node(
             raise RuntimeError("a tree node's pass did not extend its plain key-value cache")
         return (lp, ent, *[t for pair in grown for t in pair])
 
-    if checkpoint:
+    scored_count = b - a if scored is None else int(scored.sum())
+    if not budget.keep(b - a, scored_count, p - 1 + b):
         # Non-reentrant: gradients still reach the parent's keys and values, which the pass
         # reads through the closure, and autocast is replayed as it was.
         outs = torch.utils.checkpoint.checkpoint(node_pass, ids, mask, use_reentrant=False)
@@ -1278,13 +1340,13 @@ def shared_prompt_trainer_class() -> type:
             self,
             *args: Any,
             shared_prompt: bool = True,
-            checkpoint_rows: bool = True,
+            keep_activations_gb: float | None = None,
             skip_flat_groups: bool = True,
             **kwargs: Any,
         ) -> None:
             super().__init__(*args, **kwargs)
             self.shared_prompt = shared_prompt
-            self.checkpoint_rows = checkpoint_rows
+            self.keep_activations_gb = keep_activations_gb
             self.skip_flat_groups = skip_flat_groups
             self.prompt_sharing: dict[str, int] = {
                 "shared_calls": 0,
@@ -1339,6 +1401,13 @@ def shared_prompt_trainer_class() -> type:
                 model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
             )
 
+        def _activation_limit(self) -> float:
+            """Bytes of activations this pass may keep (``keep_activations_gb``; by default
+            half of what the system has available now, none where that is unknown)."""
+            if self.keep_activations_gb is not None:
+                return self.keep_activations_gb * 2**30
+            return 0.5 * (available_memory_bytes() or 0)
+
         def _can_share(self, model: Any, kwargs: dict[str, Any]) -> bool:
             if not self.shared_prompt or self.args.gradient_checkpointing:
                 return False
@@ -1374,7 +1443,7 @@ def shared_prompt_trainer_class() -> type:
                         logits_to_keep,
                         compute_entropy=compute_entropy,
                         stats=self.prompt_sharing,
-                        checkpoint_rows=self.checkpoint_rows,
+                        keep_activations=self._activation_limit(),
                         score_mask=positions,
                         temperature=self.temperature,
                         fp32_head=bool(getattr(self.args, "cast_lm_head_to_fp32", False)),
@@ -1448,6 +1517,11 @@ def train_grpo(
         )
     if opts.resample_flat < 0:
         raise TrainInputError(f"resample_flat is {opts.resample_flat}; give 0 (off) or more")
+    if opts.keep_activations_gb is not None and not opts.keep_activations_gb >= 0:
+        raise TrainInputError(
+            f"keep_activations_gb is {opts.keep_activations_gb}; give 0 (recompute every "
+            "episode's activations) or more, or None (half the available memory)"
+        )
     # "auto" becomes what this machine runs fast, and the summary records which
     opts = replace(
         opts,
@@ -1532,7 +1606,7 @@ def train_grpo(
     streams = RolloutStreams.load(Path(checkpoint)) if checkpoint else RolloutStreams()
     trainer = shared_prompt_trainer_class()(
         shared_prompt=opts.shared_prompt,
-        checkpoint_rows=opts.checkpoint_rows,
+        keep_activations_gb=opts.keep_activations_gb,
         skip_flat_groups=opts.skip_flat_groups,
         model=net,
         reward_funcs=REWARD_FUNCS[opts.reward_signal],

@@ -67,6 +67,18 @@ def resident_gb() -> float | None:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**30
 
 
+def available_memory_bytes() -> int | None:
+    """Memory the system can still give processes, in bytes (``MemAvailable`` from
+    /proc/meminfo; None where there is none)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024  # the file counts kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def peak_resident_gb() -> float | None:
     """The largest resident memory this process has had, in GiB to 0.01 (None on Windows)."""
     try:
