@@ -49,6 +49,7 @@ from agentharness.store.instances import read_instances
 from agentharness.train import TrainInputError
 from agentharness.train.chat import ChatTemplateError, encode, plain_chat, render
 from agentharness.train.model import (
+    RunOptions,
     available_memory_bytes,
     finite_losses,
     load_trainable,
@@ -58,14 +59,13 @@ from agentharness.train.model import (
     resolve_dtype,
     resume_checkpoint,
     save_final,
-    shared_training_args,
     write_json,
 )
 from agentharness.train.sampling import sample_token
 
 
 @dataclass(frozen=True)
-class GRPOOptions:
+class GRPOOptions(RunOptions):
     """The knobs of a GRPO run (defaults suit the 135M bundled model on 2 CPU cores)."""
 
     difficulty: str = "easy"
@@ -88,10 +88,6 @@ class GRPOOptions:
     # "bfloat16": sample with a bfloat16 copy of the model; "auto": that where this machine
     # has fast bfloat16 matrix products (train.model.resolve_dtype)
     rollout_dtype: str = "float32"
-    # The training pass under bfloat16 autocast (float32 master weights; 1.26x faster than
-    # "float32" on a CPU with AVX-512 BF16, 24-242x slower on one with AVX2 only,
-    # bench/RESULTS.md); "float32" is exact; "auto" picks bfloat16 only where it is fast.
-    train_dtype: str = "auto"
     # Compute a group's shared prompt once in the training pass (False: TRL's per-episode pass).
     shared_prompt: bool = True
     # ... keeping at most this many GB of activations for the backward: a stretch of the
@@ -125,17 +121,6 @@ class GRPOOptions:
     num_iterations: int = 1  # optimizer passes per generated batch
     loss_type: str = "dapo"
     scale_rewards: str = "group"
-    lora: bool = False
-    lora_r: int = 16
-    lora_alpha: int = 32
-    seed: int = 0
-    logging_steps: int = 1
-    # Run control (both trainers): trackers, resumable checkpoints, progress bars.
-    report_to: tuple[str, ...] = ()
-    save_steps: int | None = None
-    resume: bool = False
-    progress: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def budget_of(self, task: str) -> tuple[int, int]:
         """(turns, tokens per turn) an episode of ``task`` plays under: its ``task_budgets``
@@ -1587,13 +1572,7 @@ def train_grpo(
         scale_rewards=opts.scale_rewards,
         logging_steps=opts.logging_steps,
         **{
-            **shared_training_args(
-                opts.seed,
-                report_to=opts.report_to,
-                save_steps=opts.save_steps,
-                progress=opts.progress,
-                train_dtype=opts.train_dtype,
-            ),
+            **opts.training_args(),
             **opts.extra,
         },
     )

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from agentharness.train import TrainInputError
 from agentharness.train.chat import plain_chat, read_jsonl, to_messages, tokenize_chat
 from agentharness.train.model import (
+    RunOptions,
     finite_losses,
     load_trainable,
     lora_config,
@@ -29,13 +30,12 @@ from agentharness.train.model import (
     resolve_dtype,
     resume_checkpoint,
     save_final,
-    shared_training_args,
     write_json,
 )
 
 
 @dataclass(frozen=True)
-class SFTOptions:
+class SFTOptions(RunOptions):
     """The knobs of an SFT run (defaults suit the 135M bundled model on CPU)."""
 
     epochs: float = 1.0
@@ -46,20 +46,6 @@ class SFTOptions:
     truncation: str = "keep_start"  # or keep_end: which side of an over-long conversation to keep
     warmup_steps: int = 0
     weight_decay: float = 0.0
-    # "bfloat16": autocast forward/backward (weights stay float32); "auto": bfloat16 where
-    # this machine has fast bfloat16 matrix products (train.model.resolve_dtype)
-    train_dtype: str = "auto"
-    lora: bool = False
-    lora_r: int = 16
-    lora_alpha: int = 32
-    seed: int = 0
-    logging_steps: int = 1
-    # Run control (both trainers): trackers, resumable checkpoints, progress bars.
-    report_to: tuple[str, ...] = ()
-    save_steps: int | None = None
-    resume: bool = False
-    progress: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def sft_chats(
@@ -167,13 +153,7 @@ def train_sft(
         truncation_mode=opts.truncation,
         logging_steps=opts.logging_steps,
         **{
-            **shared_training_args(
-                opts.seed,
-                report_to=opts.report_to,
-                save_steps=opts.save_steps,
-                progress=opts.progress,
-                train_dtype=opts.train_dtype,
-            ),
+            **opts.training_args(),
             **opts.extra,
         },
     )
