@@ -410,7 +410,8 @@ def test_episodes_past_the_activation_budget_are_recomputed_with_the_same_gradie
         books.append(self)
 
     monkeypatch.setattr(grpo.ActivationBudget, "__init__", recording_init)
-    monkeypatch.setattr(grpo, "available_memory_bytes", lambda: 16 * 2**30)
+    monkeypatch.setattr(grpo, "available_memory_bytes", lambda: 14 * 2**30)
+    monkeypatch.setattr(grpo, "free_heap_bytes", lambda: 2 * 2**30)
     assert trainer.keep_activations_gb is None and trainer._activation_limit() == 8 * 2**30
     kept_bytes, kept_logps = saved_bytes(trainer, ids, mask, keep)
     estimate = books[-1].kept

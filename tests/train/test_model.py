@@ -16,6 +16,8 @@ import pytest
 from agentharness.train import TrainInputError
 from agentharness.train import model as train_model
 from agentharness.train.model import (
+    available_memory_bytes,
+    free_heap_bytes,
     keep_freed_memory,
     peak_resident_gb,
     resident_gb,
@@ -77,6 +79,27 @@ def test_resident_memory_grows_with_what_the_process_touches() -> None:
     assert resident_gb() >= before + 0.3  # type: ignore[operator]
     assert peak_resident_gb() >= before + 0.3  # type: ignore[operator]
     del block
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc, /proc")
+def test_memory_a_training_pass_can_use_counts_what_the_heap_keeps_freed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A freed block the heap keeps (``keep_freed_memory``) is memory this process can
+    reuse that the system no longer counts as available: ``free_heap_bytes`` counts it."""
+    import numpy as np
+
+    monkeypatch.delenv("AGENTHARNESS_MALLOC", raising=False)
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    if not hasattr(ctypes.CDLL(None), "mallinfo2"):
+        pytest.skip("glibc before 2.33")
+    assert keep_freed_memory()
+    available = available_memory_bytes()
+    assert available is not None and available > 0
+    block = np.ones(BLOCK, dtype=np.uint8)
+    while_held = free_heap_bytes()
+    del block
+    assert free_heap_bytes() >= while_held + BLOCK * 0.9
 
 
 @pytest.mark.parametrize("fast", [True, False])

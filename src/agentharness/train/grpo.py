@@ -52,6 +52,7 @@ from agentharness.train.model import (
     RunOptions,
     available_memory_bytes,
     finite_losses,
+    free_heap_bytes,
     load_trainable,
     lora_config,
     peak_resident_gb,
@@ -94,7 +95,8 @@ class GRPOOptions(RunOptions):
     # completions past it is recomputed in the backward instead of kept (one more forward
     # of it). Keeping what fits saved 17 of 92 s on a thermal-v6 group's pass; recomputing
     # everything kept a group of long episodes from exhausting a 24 GB machine. None: half
-    # the memory the system has available when the pass starts; 0: recompute every stretch.
+    # the memory available when the pass starts (the system's, plus what this process's
+    # heap holds freed); 0: recompute every stretch.
     keep_activations_gb: float | None = None
     # Skip the training pass of a group whose advantages are all zero (every reward equal):
     # with beta 0 its gradient is exactly zero, so the optimizer step is the same without it.
@@ -1388,10 +1390,13 @@ def shared_prompt_trainer_class() -> type:
 
         def _activation_limit(self) -> float:
             """Bytes of activations this pass may keep (``keep_activations_gb``; by default
-            half of what the system has available now, none where that is unknown)."""
+            half of what the system has available now plus what this process's heap holds
+            freed, which the last step's activations left there; none where the system's
+            figure is unknown)."""
             if self.keep_activations_gb is not None:
                 return self.keep_activations_gb * 2**30
-            return 0.5 * (available_memory_bytes() or 0)
+            available = available_memory_bytes()
+            return 0.0 if available is None else 0.5 * (available + free_heap_bytes())
 
         def _can_share(self, model: Any, kwargs: dict[str, Any]) -> bool:
             if not self.shared_prompt or self.args.gradient_checkpointing:

@@ -80,6 +80,30 @@ def available_memory_bytes() -> int | None:
     return None
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd",
+            "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def free_heap_bytes() -> int:
+    """Bytes glibc's malloc holds freed in this process's heap (0 off glibc 2.33+).
+
+    With :func:`keep_freed_memory` a step's freed activations stay there for the next step
+    to reuse: memory this process can use that the system no longer counts as available.
+    """
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return 0
+    mallinfo2.argtypes, mallinfo2.restype = [], _MallInfo2
+    return int(mallinfo2().fordblks)
+
+
 def peak_resident_gb() -> float | None:
     """The largest resident memory this process has had, in GiB to 0.01 (None on Windows)."""
     try:
