@@ -102,6 +102,40 @@ def test_memory_a_training_pass_can_use_counts_what_the_heap_keeps_freed(
     assert free_heap_bytes() >= while_held + BLOCK * 0.9
 
 
+def test_a_memory_cgroup_limits_the_memory_available(tmp_path: Path) -> None:
+    """In a container the system's MemAvailable is the host's: the room a memory cgroup
+    leaves (its limit minus its usage, the tightest of it and its parents; cgroup v1 and
+    v2) is what the process can get."""
+    root = tmp_path / "cgroup"
+    membership = tmp_path / "membership"
+
+    def group(path: str, limit: str, usage: int, v1: bool = False) -> None:
+        directory = root / ("memory" if v1 else "") / path
+        directory.mkdir(parents=True, exist_ok=True)
+        names = (
+            ("memory.limit_in_bytes", "memory.usage_in_bytes")
+            if v1
+            else ("memory.max", "memory.current")
+        )
+        (directory / names[0]).write_text(limit + "\n")
+        (directory / names[1]).write_text(f"{usage}\n")
+
+    # v2: the job's group has no limit of its own; its parent allows 8 GiB and uses 3
+    membership.write_text("0::/jobs/run7\n")
+    group("jobs/run7", "max", 2 << 30)
+    group("jobs", str(8 << 30), 3 << 30)
+    assert train_model.cgroup_room_bytes(root, membership) == 5 << 30
+    # v1 beside v2 (a hybrid mount): the memory controller's own group counts too
+    membership.write_text("4:memory:/box\n0::/jobs/run7\n")
+    group("box", str(4 << 30), 1 << 30, v1=True)
+    assert train_model.cgroup_room_bytes(root, membership) == 3 << 30
+    # limits too large to be limits, unreadable lines and missing groups: no limit
+    membership.write_text("garbage\n4:memory:/free\n0::/nowhere\n")
+    group("free", "9223372036854771712", 1 << 30, v1=True)
+    assert train_model.cgroup_room_bytes(root, membership) is None
+    assert train_model.cgroup_room_bytes(root, tmp_path / "absent") is None
+
+
 @pytest.mark.parametrize("fast", [True, False])
 def test_auto_is_bfloat16_only_where_it_is_fast(
     monkeypatch: pytest.MonkeyPatch, fast: bool

@@ -69,15 +69,66 @@ def resident_gb() -> float | None:
 
 
 def available_memory_bytes() -> int | None:
-    """Memory the system can still give processes, in bytes (``MemAvailable`` from
-    /proc/meminfo; None where there is none)."""
+    """Memory this process can still get, in bytes: the system's ``MemAvailable`` (from
+    /proc/meminfo), or less where a memory cgroup (a container's, a job's) limits this
+    process or one of its parent groups (its limit minus its usage); None where neither
+    is known. A container sees the host's ``MemAvailable``, so the cgroup's room matters.
+    """
+    system = None
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024  # the file counts kB
+                system = int(line.split()[1]) * 1024  # the file counts kB
+                break
     except (OSError, ValueError, IndexError):
+        pass
+    rooms = [room for room in (system, cgroup_room_bytes()) if room is not None]
+    return min(rooms) if rooms else None
+
+
+# cgroup v2 files (limit, usage) and v1's; a limit this large or "max" means none
+_CGROUP_FILES = {
+    "v2": ("memory.max", "memory.current"),
+    "v1": ("memory.limit_in_bytes", "memory.usage_in_bytes"),
+}
+_NO_LIMIT = 1 << 60
+
+
+def cgroup_room_bytes(
+    root: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/proc/self/cgroup")
+) -> int | None:
+    """The least room (limit minus usage) of the memory cgroups this process is in
+    (``membership``) and their parents, in bytes; None without a limited one (or off Linux)."""
+    try:
+        lines = membership.read_text().splitlines()
+    except OSError:
         return None
-    return None
+    places: list[tuple[str, Path]] = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        relative = path.strip("/")
+        if controllers == "":  # v2 (unified): mounted at the root, or beside v1 as "unified"
+            places += [("v2", root / relative), ("v2", root / "unified" / relative)]
+        elif "memory" in controllers.split(","):
+            places.append(("v1", root / "memory" / relative))
+    rooms = []
+    for version, place in places:
+        limit_name, usage_name = _CGROUP_FILES[version]
+        for group in (place, *place.parents):
+            if not group.is_relative_to(root):
+                break
+            try:
+                limit_text = (group / limit_name).read_text().strip()
+                limit = _NO_LIMIT if limit_text == "max" else int(limit_text)
+                usage = int((group / usage_name).read_text())
+            except (OSError, ValueError):
+                continue
+            if limit < _NO_LIMIT:
+                rooms.append(max(0, limit - usage))
+    return min(rooms) if rooms else None
 
 
 class _MallInfo2(ctypes.Structure):
