@@ -169,6 +169,7 @@ def test_shared_prompt_equals_the_per_row_pass(tmp_path: Path) -> None:
         "row_tokens": 34,
         "scored_tokens": 34,  # no loss mask here: every position
         "shared_completion_tokens": 0,  # random completions: no common first tokens
+        "recomputed_tokens": 0,  # every episode's activations fit in the memory budget
         "skipped_flat_batches": 0,
     }
     trainer.shared_prompt = False
@@ -414,15 +415,20 @@ def test_episodes_past_the_activation_budget_are_recomputed_with_the_same_gradie
     monkeypatch.setattr(grpo, "free_heap_bytes", lambda: 2 * 2**30)
     assert trainer.keep_activations_gb is None and trainer._activation_limit() == 8 * 2**30
     kept_bytes, kept_logps = saved_bytes(trainer, ids, mask, keep)
+    assert trainer.prompt_sharing["recomputed_tokens"] == 0
     estimate = books[-1].kept
     kept = logps_and_grads(trainer, ids, mask, keep)
     assert kept_bytes <= estimate < 3 * kept_bytes
     trainer.keep_activations_gb = 0
     checkpointed_bytes, checkpointed_logps = saved_bytes(trainer, ids, mask, keep)
+    every_token = sum(map(len, completions))  # the rows share no tokens
+    assert trainer.prompt_sharing["recomputed_tokens"] == every_token
     checkpointed = logps_and_grads(trainer, ids, mask, keep)
     # Room for about half of the episodes: some are kept, the rest recomputed.
     trainer.keep_activations_gb = estimate / 2 / 2**30
+    recomputed = trainer.prompt_sharing["recomputed_tokens"]
     partly_bytes, partly_logps = saved_bytes(trainer, ids, mask, keep)
+    assert 0 < trainer.prompt_sharing["recomputed_tokens"] - recomputed < every_token
     partly = logps_and_grads(trainer, ids, mask, keep)
     for logps in (checkpointed_logps, partly_logps):
         torch.testing.assert_close(logps, kept_logps, atol=0, rtol=0)

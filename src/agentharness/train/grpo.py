@@ -817,8 +817,9 @@ def shared_prompt_logps(
     prompt, completion masks that are not right padding, a one-token prompt, a cache that is
     not a plain dynamic one) — the caller then uses the per-row path. ``stats`` (if given)
     counts prompt passes, rows with a scored token, the completion tokens computed for one
-    row (``row_tokens``) and once for several (``shared_completion_tokens``), and how many
-    of them the head scored.
+    row (``row_tokens``) and once for several (``shared_completion_tokens``), how many of
+    them the head scored and how many were recomputed in the backward
+    (``recomputed_tokens``).
 
     The LM head is this function's own (:func:`_scored_positions`) wherever the model's
     logits are plain ``lm_head(hidden) / temperature`` (``temperature`` and ``fp32_head``
@@ -951,6 +952,8 @@ def shared_prompt_logps(
                 row_logps, row_entropy = torch.utils.checkpoint.checkpoint(
                     row_pass, ids, mask, labels, use_reentrant=False
                 )
+                if stats is not None:
+                    stats["recomputed_tokens"] = stats.get("recomputed_tokens", 0) + length
             else:
                 row_logps, row_entropy = row_pass(ids, mask, labels)
             logps[r] = row_logps
@@ -1211,6 +1214,8 @@ def _run_tree_node(
         # Non-reentrant: gradients still reach the parent's keys and values, which the pass
         # reads through the closure, and autocast is replayed as it was.
         outs = torch.utils.checkpoint.checkpoint(node_pass, ids, mask, use_reentrant=False)
+        if stats is not None:
+            stats["recomputed_tokens"] = stats.get("recomputed_tokens", 0) + b - a
     else:
         outs = node_pass(ids, mask)
     if stats is not None:
@@ -1343,6 +1348,7 @@ def shared_prompt_trainer_class() -> type:
                 "row_tokens": 0,
                 "scored_tokens": 0,
                 "shared_completion_tokens": 0,
+                "recomputed_tokens": 0,  # of those, recomputed in the backward (not kept)
                 "skipped_flat_batches": 0,
             }
             # The positions the loss being computed reads (completion_mask * tool_mask).
