@@ -51,16 +51,22 @@ class _Rollout:
         self.completion_ids, self.env_mask = completion_ids, env_mask
 
 
+def _stub_settings(
+    monkeypatch: pytest.MonkeyPatch, names: tuple[str, ...]
+) -> tuple[_Roller, dict[str, object]]:
+    """A stub roller and a switch per setting name, with bench/ importable (group_setup)."""
+    pytest.importorskip("torch", reason="group_setup imports the trainer")
+    monkeypatch.syspath_prepend(str(BENCH))
+    setting = {"on": "none"}
+    return _Roller(setting), {m: (lambda m=m: setting.update(on=m)) for m in names}
+
+
 def test_alternating_rounds_switch_each_setting_on_before_its_play_and_swap_the_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pytest.importorskip("torch", reason="group_setup imports the trainer")
-    monkeypatch.syspath_prepend(str(BENCH))
+    roller, modes = _stub_settings(monkeypatch, ("a", "b"))
     from group_setup import alternating_rounds
 
-    setting = {"on": "none"}
-    roller = _Roller(setting)
-    modes = {m: (lambda m=m: setting.update(on=m)) for m in ("a", "b")}
     rounds = list(alternating_rounds(roller, "instance", 3, 3, modes))  # type: ignore[arg-type]
     assert roller.played == ["none", "a", "b", "b", "a", "a", "b"]  # warm-up first, untimed
     assert [(r.round, r.mode) for r in rounds] == [
@@ -77,13 +83,9 @@ def test_compare_settings_reports_each_setting_against_the_baseline(
 ) -> None:
     import argparse
 
-    pytest.importorskip("torch", reason="group_setup imports the trainer")
-    monkeypatch.syspath_prepend(str(BENCH))
+    roller, modes = _stub_settings(monkeypatch, ("fast", "slow"))
     from group_setup import compare_settings
 
-    setting = {"on": "none"}
-    roller = _Roller(setting)
-    modes = {m: (lambda m=m: setting.update(on=m)) for m in ("fast", "slow")}
     args = argparse.Namespace(group=2, rounds=2)
     played = compare_settings(roller, "instance", args, modes, baseline="slow")  # type: ignore[arg-type]
     assert {m: [r.round for r in rounds] for m, rounds in played.items()} == {

@@ -991,8 +991,9 @@ class ActivationBudget:
     position (the projections' and the MLP's inputs and outputs), per position attended
     to (the keys and values a pass concatenates to its parent's and the attention saves),
     and per position scored by the head (the float32 log-softmax and its exponential); the
-    estimate is an upper bound of what SmolLM2 keeps in float32 (a test measures it), so
-    a pass is never kept on an underestimate. Without gradients nothing is kept anyway:
+    estimate is an upper bound of what autograd keeps in float32 (measured for SmolLM2:
+    1.34 MB a new position against 1.61 estimated; a test checks a small Llama), so a
+    pass is never kept on an underestimate. Without gradients nothing is kept anyway:
     give ``math.inf``.
     """
 

@@ -142,7 +142,7 @@ class _MallInfo2(ctypes.Structure):
 
 
 def free_heap_bytes() -> int:
-    """Bytes glibc's malloc holds freed in this process's heap (0 off glibc 2.33+).
+    """Bytes glibc's malloc holds freed in this process's heap (0 without glibc 2.33 or later).
 
     With :func:`keep_freed_memory` a step's freed activations stay there for the next step
     to reuse: memory this process can use that the system no longer counts as available.
