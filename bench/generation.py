@@ -11,18 +11,20 @@ alternating the sides so load drifts hit all alike:
 - ``bf16``: the same with a bfloat16 copy of the model; the log-probabilities it records
   are compared with a float32 forward pass over the same tokens (mean and max |difference|).
 
-Eval side (``--eval N``): N instances played greedily by the ``local`` agent through the
-run loop at ``--concurrency C``: the plain path, the batched engine without drafts and
-with them (``--eval-sides``, ``--eval-rounds`` alternating); the transcripts should be
-equal (the table says whether they are).
+Eval side (``--eval N``): N instances (``--eval-k`` samples each, at
+``--eval-temperature``, greedy by default) played by the ``local`` agent through the run
+loop at ``--concurrency C``: the plain path, the batched engine without drafts and with
+them, and the engine without drafts that reads every prompt itself (``uncopied``: no
+positions taken from another episode's cache) (``--eval-sides``, ``--eval-rounds``
+alternating); greedy transcripts should be equal (the table says whether they are).
 
 Reported per side: wall seconds (per group / per eval), sampled tokens per second, medians
 over rounds and the ratio to ``plain``.
 
     python bench/generation.py [--model DIR] [--task thermal] [--group 8] [--turns 4]
         [--tokens 128] [--rounds 3] [--sides plain,fp32,bf16] [--plain-episodes K]
-        [--eval 8] [--eval-sides plain,batched,drafts] [--eval-rounds 1] [--difficulty easy]
-        [--concurrency 8] [--threads N]
+        [--eval 8] [--eval-k 1] [--eval-temperature 0] [--eval-sides plain,batched,drafts]
+        [--eval-rounds 1] [--difficulty easy] [--concurrency 8] [--threads N]
 
 The plain path plays episodes one after another, so ``--plain-episodes K`` plays K of the
 group and scales its time by G / K (its tokens per second are measured, not scaled).
@@ -41,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from agentharness import get_task
+from agentharness.agents import local
 from agentharness.agents.local import LocalAgent
 from agentharness.core.instance import Instance
 from agentharness.core.registry import episode_for
@@ -154,22 +157,32 @@ def grpo_side(args: argparse.Namespace, net: Any, tok: Any) -> None:
         )
 
 
-EVAL_SIDES = {"plain": {"batched": False}, "batched": {"draft_tokens": 0}, "drafts": {}}
+DEFAULT_MIN_COPY = local.MIN_COPY
+EVAL_SIDES = {
+    "plain": {"batched": False},
+    "batched": {"draft_tokens": 0},
+    "drafts": {},
+    "uncopied": {"draft_tokens": 0},
+}
 
 
 def eval_side(args: argparse.Namespace, net: Any, tok: Any) -> None:
     from agentharness.rollout.runner import plan, run
     from agentharness.store.run import RunDir
 
-    items = plan([get_task(args.task)], n=args.eval, seed=0, difficulty=args.difficulty)
+    items = plan(
+        [get_task(args.task)], n=args.eval, k=args.eval_k, seed=0, difficulty=args.difficulty
+    )
     sides = args.eval_sides.split(",")
     walls: dict[str, list[float]] = {side: [] for side in sides}
     out: dict[str, tuple[int, dict[str, list[str]]]] = {}
     for round_ in range(args.eval_rounds):
         for side in sides if round_ % 2 == 0 else sides[::-1]:
+            # "uncopied": no turn takes positions from another episode's cache
+            local.MIN_COPY = 10**9 if side == "uncopied" else DEFAULT_MIN_COPY
             agent = LocalAgent(
                 "bench",
-                temperature=0.0,
+                temperature=args.eval_temperature,
                 max_new_tokens=args.tokens,
                 max_batch=args.concurrency,
                 **EVAL_SIDES[side],
@@ -198,23 +211,30 @@ def eval_side(args: argparse.Namespace, net: Any, tok: Any) -> None:
                 records = list(run_dir.episodes())
             tokens = sum(r.usage.completion_tokens for r in records)
             texts = {
-                f"{r.instance.seed}": [m.text for m in r.messages if m.role == "assistant"]
+                f"{r.instance.seed}:{r.sample}": [
+                    m.text for m in r.messages if m.role == "assistant"
+                ]
                 for r in records
             }
             walls[side].append(wall)
             out[side] = (tokens, texts)
             kept = (
-                "" if engine is None else f", drafts kept {engine.drafts[1]} of {engine.drafts[0]}"
+                ""
+                if engine is None
+                else f", prompt tokens read {engine.tokens_read}, copied {engine.tokens_copied}"
+                f", drafts kept {engine.drafts[1]} of {engine.drafts[0]}"
             )
             print(
-                f"eval {side:>7}: {wall:7.1f} s, {tokens} sampled tokens, "
+                f"eval {side:>8}: {wall:7.1f} s, {tokens} sampled tokens, "
                 f"{tokens / wall:6.1f} tok/s{kept}",
                 flush=True,
             )
+    local.MIN_COPY = DEFAULT_MIN_COPY
     base = sides[0]
     print(
-        f"\neval: {args.eval} {args.task} {args.difficulty} instances, greedy, <= {args.turns} "
-        f"turns x {args.tokens} tokens, concurrency {args.concurrency}, {args.eval_rounds} round(s)"
+        f"\neval: {args.eval} {args.task} {args.difficulty} instances x {args.eval_k} samples, "
+        f"temperature {args.eval_temperature}, <= {args.turns} turns x {args.tokens} tokens, "
+        f"concurrency {args.concurrency}, {args.eval_rounds} round(s)"
     )
     print(
         f"| path | s/eval (median) | sampled tok/s | speed vs {base} | transcripts equal {base}'s |"
@@ -250,8 +270,11 @@ def main() -> None:
         "--eval-sides",
         default="plain,batched,drafts",
         help="eval paths: plain (model.generate per turn), batched (the engine), drafts "
-        "(the engine with its default drafts)",
+        "(the engine with its default drafts), uncopied (the engine, no drafts, every prompt "
+        "read by its own episode)",
     )
+    parser.add_argument("--eval-k", type=int, default=1, help="samples per eval instance")
+    parser.add_argument("--eval-temperature", type=float, default=0.0)
     parser.add_argument("--eval-rounds", type=int, default=1)
     parser.add_argument("--difficulty", default="easy", help="of the eval's instances")
     parser.add_argument("--concurrency", type=int, default=8)

@@ -43,10 +43,12 @@ def agent_on(tiny: tuple[Any, Any], **kwargs: Any) -> LocalAgent:
     return agent
 
 
-def play(agent: LocalAgent, out: Path, concurrency: int) -> dict[str, list[str]]:
+def play(
+    agent: LocalAgent, out: Path, concurrency: int, n: int = 6, k: int = 1
+) -> dict[str, list[str]]:
     from agentharness.core.registry import get_task
 
-    items = plan([get_task("guess")], n=6, difficulty="easy")
+    items = plan([get_task("guess")], n=n, k=k, difficulty="easy")
     run_dir = RunDir(out)
     run_dir.create({"command": "test"})
 
@@ -78,6 +80,36 @@ def test_batched_greedy_turns_equal_the_plain_path(
     assert batched == plain
     drafted, kept = engine.drafts
     assert (kept > 0) if draft_tokens else (drafted == 0)
+    # later episodes took the system prompt and tools from an earlier one's cache
+    assert engine.tokens_copied > 0
+
+
+def test_samples_of_an_instance_read_their_shared_prompt_once(
+    tiny: tuple[Any, Any], tmp_path: Path
+) -> None:
+    """k samples arrive together with one first prompt: one reads it, the others wait a pass
+    and copy its keys and values; their greedy turns still equal the plain path's."""
+    _, tok = tiny
+    from agentharness.core.registry import get_task
+
+    spec = get_task("guess")
+    instance = spec.instance(0, "easy")
+    agent = agent_on(tiny, max_batch=4)
+    prompt = len(
+        tok(
+            agent.render_prompt(spec.generator.prompt(instance), spec.world.tool_schemas()),
+            add_special_tokens=False,
+        ).input_ids
+    )
+    engine = agent.engine()
+    plain = play(agent_on(tiny, batched=False), tmp_path / "plain", concurrency=1, n=1, k=4)
+    assert play(agent, tmp_path / "batched", concurrency=4, n=1, k=4) == plain
+    # three of the four first prompts were copied short of their last token
+    assert engine.tokens_copied >= 3 * (prompt - 1)
+    unshared = (
+        sum(r.usage.prompt_tokens for r in RunDir(tmp_path / "batched").episodes()) - 4 * prompt
+    )
+    assert engine.tokens_read <= prompt + 3 + unshared
 
 
 def test_sampled_turns_with_drafts_repeat_with_their_seed_and_keep_their_budget(

