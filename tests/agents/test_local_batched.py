@@ -167,3 +167,20 @@ def test_a_turn_reads_only_the_new_tokens(tiny: tuple[Any, Any]) -> None:
         assert engine.tokens_read < sum(prompts) - 2 * prompts[0]
     finally:
         asyncio.run(agent.aclose())
+
+
+def test_common_start_counts_the_shared_first_tokens() -> None:
+    """The halving search agrees with a token-by-token count, the limit included."""
+    import random
+
+    from agentharness.agents.local import _common_start
+
+    rng = random.Random(0)
+    for _ in range(2000):
+        a = [rng.randint(0, 2) for _ in range(rng.randint(0, 40))]
+        b = a[: rng.randint(0, len(a))] + [rng.randint(0, 2) for _ in range(rng.randint(0, 9))]
+        limit = rng.randint(0, 50)
+        expected = 0
+        while expected < min(len(a), len(b), limit) and a[expected] == b[expected]:
+            expected += 1
+        assert _common_start(a, b, limit) == expected
