@@ -231,6 +231,7 @@ class BlockCache:
         self.write_index: Any = None
         self.positions: Any = None
         self.tail_len = 0
+        self.from_start = False
         self._biases: dict[tuple[int, int], Any] = {}
         self.reserve(slots, 1)
 
@@ -282,12 +283,25 @@ class BlockCache:
         ``write_index[r]``, its queries sit at absolute ``positions[r]``."""
         import torch
 
+        from agentharness.train.decode import FEW_QUERIES
+
         self.rows = slice(lo, hi)
         self.write_rows = torch.arange(lo, hi, device=self.device)[:, None].expand_as(write_index)
         self.write_index = write_index
         self.positions = positions
         self.tail_len = tail_len
         self._biases = {}
+        # A read of every row from its first position attends under the plain causal mask:
+        # given as such (not as a mask tensor), the CPU flash attention skips the blocks
+        # past the diagonal instead of computing and masking them (a 1,790-token prompt's
+        # attention 4.1 -> 2.0 s, bench/RESULTS.md).
+        width = positions.shape[1]
+        self.from_start = (
+            width > FEW_QUERIES
+            and not self.prefix_len
+            and tail_len == width
+            and bool((positions[:, 0] == 0).all())
+        )
 
     def attend(self, layer: int, query: Any, key: Any, value: Any, scale: float) -> Any:
         """Store the pass's new ``key``/``value`` (B, kv_heads, q, D) and attend ``query``
@@ -310,13 +324,16 @@ class BlockCache:
                 pk, pv = self.prefix[layer]
                 keys = torch.cat([pk.expand(batch, -1, -1, -1), keys], dim=2)
                 values = torch.cat([pv.expand(batch, -1, -1, -1), values], dim=2)
-            visible = torch.arange(prefix + self.tail_len, device=self.device)
-            mask = visible[None, None, None, :] <= self.positions[:, None, :, None]
+            mask = None
+            if not self.from_start:
+                visible = torch.arange(prefix + self.tail_len, device=self.device)
+                mask = visible[None, None, None, :] <= self.positions[:, None, :, None]
             out = F.scaled_dot_product_attention(
                 query.to(self.dtype),
                 keys,
                 values,
                 attn_mask=mask,
+                is_causal=self.from_start,
                 scale=scale,
                 enable_gqa=kv_heads != heads,
             )
