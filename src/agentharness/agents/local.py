@@ -478,9 +478,9 @@ class _Engine:
         soon = max((_common_start(r.ids, request.ids, limit) for r in reading), default=0)
         if soon < MIN_COPY:
             return False
-        own = request.session.cached if request.session.seq is not None else []
-        now = max(
-            _common_start(own, request.ids, limit), self._donor(request.session, request.ids)[1]
+        now = max(  # what its own cache (empty without a slot) or another one holds now
+            _common_start(request.session.cached, request.ids, limit),
+            self._donor(request.session, request.ids)[1],
         )
         request.waited = soon >= now + MIN_COPY
         return request.waited
