@@ -231,3 +231,48 @@ def test_answered_calls_pairs_native_and_text_calls_by_id() -> None:
     assert [c.id for c, _ in answered_calls(ep.messages, start=len(ep.messages) - 1)] == [
         "call_2_0"
     ]
+
+
+def test_answered_calls_from_start_parses_only_turns_answered_from_there(monkeypatch) -> None:
+    """A caller replaying what is new gets the same pairs as a full replay would, and turns
+    answered wholly before ``start`` are not parsed again (each turn once per episode)."""
+    import agentharness.core.parsing as parsing
+    from agentharness import make
+
+    ep = make("guess", difficulty="easy").reset(seed=2)
+    ep.step(
+        Message(
+            role="assistant",
+            tool_calls=[
+                ToolCall.make("n1", "probe", {"guess": 1}),
+                ToolCall.make("n2", "probe", {"guess": 2}),
+            ],
+        )
+    )
+    ep.step("I think it is higher.")  # a turn without calls (the episode nudges)
+    ep.step('<tool_call>{"name": "probe", "arguments": {"guess": 3}}</tool_call>')
+    ep.step('<tool_call>{"name": "probe", "arguments": {"guess": 4}}</tool_call>')
+    messages = ep.messages
+    indexed = [(messages.index(m), c.id) for c, m in answered_calls(messages)]
+    assert [i for i, _ in indexed] == sorted(i for i, _ in indexed) and len(indexed) == 4
+
+    parsed: list[Message] = []
+    real = parsing.parse_turn
+
+    def counting(message: Message, call_id_prefix: str = "call") -> parsing.ParsedTurn:
+        parsed.append(message)
+        return real(message, call_id_prefix)
+
+    monkeypatch.setattr(parsing, "parse_turn", counting)
+    for start in range(len(messages) + 1):
+        parsed.clear()
+        pairs = [(messages.index(m), c.id) for c, m in answered_calls(messages, start)]
+        assert pairs == [(i, cid) for i, cid in indexed if i >= start]
+        # a turn is parsed only if the messages up to the next turn reach start
+        turns = [i for i, m in enumerate(messages) if m.role == "assistant"]
+        ends = [*turns[1:], len(messages)]
+        assert parsed == [messages[t] for t, end in zip(turns, ends, strict=True) if end > start]
+    parsed.clear()
+    list(answered_calls(messages, len(messages)))
+    assert parsed == []
+    assert list(answered_calls(messages[:2])) == []  # the prompt alone: no turn yet

@@ -118,12 +118,20 @@ def answered_calls(
     the oldest unanswered call. Scripted experts use this to rebuild the world's state
     from the conversation.
     """
+    # Where each assistant turn's replies end: a turn answered wholly before ``start`` is
+    # counted but not parsed, so a caller replaying each new turn parses each turn once.
+    assistant_at = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    replies_end = dict(zip(assistant_at, [*assistant_at[1:], len(messages)], strict=False))
     pending: list[ParsedCall] = []
     turn = 0
     for index, message in enumerate(messages):
         if message.role == "assistant":
             turn += 1
-            pending = list(parse_turn(message, call_id_prefix=f"call_{turn}").calls)
+            pending = (
+                list(parse_turn(message, call_id_prefix=f"call_{turn}").calls)
+                if replies_end[index] > start
+                else []
+            )
         elif message.role == "tool" and pending:
             match = next((c for c in pending if c.id == message.tool_call_id), pending[0])
             pending.remove(match)
