@@ -411,17 +411,21 @@ class Decoder:
         single = {sid: ids for sid, ids in feeds.items() if len(ids) == 1}
         for sid, ids in feeds.items():
             if len(ids) > 1:
-                slot = self.seqs[sid].slot
-                out.update(self._forward(slot, slot + 1, {sid: ids}))
+                out.update(self._forward([self.seqs[sid].slot], {sid: ids}))
             elif not ids:
                 raise ValueError("a sequence was fed no tokens")
         if single:
-            slots = [self.seqs[sid].slot for sid in single]
-            lo, hi = min(slots), max(slots) + 1
-            if hi - lo > 1 and len(single) == 1:
-                lo, hi = slots[0], slots[0] + 1
-            out.update(self._forward(lo, hi, single))
+            out.update(self._forward(self._pass_slots(single), single))
         return out
+
+    def _pass_slots(self, feeds: dict[int, list[int]]) -> list[int]:
+        """The slots a pass feeding ``feeds`` runs over: just theirs with the Llama pass
+        (whose decoding steps attend over runs of adjacent slots in place), else the block
+        from the first to the last (rows between them read dummy tokens)."""
+        slots = sorted(self.seqs[sid].slot for sid in feeds)
+        if self._llama is not None or len(slots) == 1:
+            return slots
+        return list(range(slots[0], slots[-1] + 1))
 
     def extend(self, feeds: dict[int, list[int]]) -> dict[int, Any]:
         """Read each sequence's few new tokens in one pass; the float32 logits after each.
@@ -434,13 +438,12 @@ class Decoder:
         """
         if any(not ids for ids in feeds.values()):
             raise ValueError("a sequence was fed no tokens")
-        slots = [self.seqs[sid].slot for sid in feeds]
-        return self._forward(min(slots), max(slots) + 1, feeds, every_position=True)
+        return self._forward(self._pass_slots(feeds), feeds, every_position=True)
 
     def _forward(
-        self, lo: int, hi: int, feeds: dict[int, list[int]], every_position: bool = False
+        self, slots: list[int], feeds: dict[int, list[int]], every_position: bool = False
     ) -> dict[int, Any]:
-        """One forward pass over slots ``lo..hi-1``; rows not in ``feeds``, and feeds shorter
+        """One forward pass over ``slots`` (ascending); rows not in ``feeds``, and feeds shorter
         than the longest, read dummy tokens written past their end (overwritten later, never
         attended to by their real tokens). Returns each fed row's logits after its last
         token, or after every token of its feed with ``every_position``."""
@@ -449,7 +452,7 @@ class Decoder:
         if not every_position and len({len(ids) for ids in feeds.values()}) > 1:
             raise ValueError("feeds of different lengths need every_position (Decoder.extend)")
         ids_rows, pos_rows, starts = [], [], []
-        for slot in range(lo, hi):
+        for slot in slots:
             sid = self._by_slot[slot]
             start = self.seqs[sid].length
             new = feeds.get(sid, [])
@@ -461,45 +464,47 @@ class Decoder:
         input_ids = torch.tensor(ids_rows, device=dev)
         keep = width if every_position else 1
         run = self._llama_pass if self._llama is not None else self._model_pass
-        logits, seconds = run(lo, hi, input_ids, positions, max(starts) + width, keep)
+        logits, seconds = run(slots, input_ids, positions, max(starts) + width, keep)
         self.forward_passes += 1
         stat = self.stats["decode" if width == 1 or every_position else "read"]
         stat[0] += 1
         stat[1] += sum(len(ids) for ids in feeds.values())
         stat[2] += seconds
         result = {}
-        for slot in range(lo, hi):
+        for row_index, slot in enumerate(slots):
             sid = self._by_slot[slot]
             if sid in feeds:
                 fed = len(feeds[sid])
                 self.seqs[sid].length += fed
-                row = logits[slot - lo]
+                row = logits[row_index]
                 result[sid] = row[:fed] if every_position else row[-1]
         return result
 
     def _llama_pass(
-        self, lo: int, hi: int, input_ids: Any, positions: Any, kv_len: int, keep: int
+        self, slots: list[int], input_ids: Any, positions: Any, kv_len: int, keep: int
     ) -> tuple[Any, float]:
         """The pass through :class:`LlamaForward`: float32 logits and the seconds it took."""
         torch = self._torch
         assert self._llama is not None and not isinstance(self.cache, SlotCache)
-        offsets = {self.seqs[self._by_slot[slot]].offset for slot in range(lo, hi)}
+        offsets = {self.seqs[self._by_slot[slot]].offset for slot in slots}
         if len(offsets) != 1:  # open() after a fork is refused, so never expected
             raise RuntimeError("rows of one pass hold different shared prefixes")
         offset = offsets.pop()
         cache = self.cache
         cache.reserve(cache.slots, kv_len - offset)
-        cache.begin(lo, hi, positions - offset, positions, kv_len - offset)
+        cache.begin(slots, positions - offset, positions, kv_len - offset)
         t0 = time.perf_counter()
         with torch.inference_mode() if INFERENCE_MODE else torch.no_grad():
             logits = self._llama(input_ids, positions, cache, keep).float()
         return logits, time.perf_counter() - t0
 
     def _model_pass(
-        self, lo: int, hi: int, input_ids: Any, positions: Any, kv_len: int, keep: int
+        self, slots: list[int], input_ids: Any, positions: Any, kv_len: int, keep: int
     ) -> tuple[Any, float]:
-        """The pass through the model's own forward with :func:`_slot_attention`."""
+        """The pass through the model's own forward with :func:`_slot_attention` (over a
+        block of adjacent slots, :meth:`_pass_slots`)."""
         torch = self._torch
+        lo, hi = slots[0], slots[-1] + 1
         dev = self.device
         width = positions.shape[1]
         cache = self.cache

@@ -232,7 +232,8 @@ class BlockCache:
         self.prefix: list[tuple[Any, Any]] = []  # per layer; empty: no shared prefix
         self.prefix_len = 0
         # the current pass (set by begin)
-        self.rows = slice(0, 0)
+        self.rows = slice(0, 0)  # the slots from the pass's first to its last
+        self.runs: list[slice] = []  # the pass's runs of adjacent slots
         self.write_rows: Any = None
         self.write_index: Any = None
         self.positions: Any = None
@@ -284,15 +285,24 @@ class BlockCache:
             for buf in store:
                 buf[dst, :, start:length] = buf[src, :, start:length]
 
-    def begin(self, lo: int, hi: int, write_index: Any, positions: Any, tail_len: int) -> None:
-        """Set up a pass over slots ``lo..hi-1``: row ``r``'s new keys go to tail positions
-        ``write_index[r]``, its queries sit at absolute ``positions[r]``."""
+    def begin(self, slots: list[int], write_index: Any, positions: Any, tail_len: int) -> None:
+        """Set up a pass over ``slots`` (ascending): row ``r`` of the pass is slot
+        ``slots[r]``, its new keys go to tail positions ``write_index[r]``, its queries sit
+        at absolute ``positions[r]``. Slots need not be adjacent: a decoding step attends
+        over each run of adjacent ones in place (no copy of their tails)."""
         import torch
 
         from agentharness.train.decode import FEW_QUERIES
 
-        self.rows = slice(lo, hi)
-        self.write_rows = torch.arange(lo, hi, device=self.device)[:, None].expand_as(write_index)
+        runs: list[slice] = []
+        for slot in slots:
+            if runs and runs[-1].stop == slot:
+                runs[-1] = slice(runs[-1].start, slot + 1)
+            else:
+                runs.append(slice(slot, slot + 1))
+        self.runs = runs
+        self.rows = runs[0] if len(runs) == 1 else slice(slots[0], slots[-1] + 1)
+        self.write_rows = torch.tensor(slots, device=self.device)[:, None].expand_as(write_index)
         self.write_index = write_index
         self.positions = positions
         self.tail_len = tail_len
@@ -322,6 +332,8 @@ class BlockCache:
 
         if q_len > FEW_QUERIES:
             # a read (a prompt, a tool reply): CPU flash attention over prefix + tails
+            if len(self.runs) > 1:
+                raise ValueError("a read runs over adjacent slots only")
             keys = k_buf[self.rows, :, : self.tail_len]
             values = v_buf[self.rows, :, : self.tail_len]
             if prefix:
@@ -346,14 +358,37 @@ class BlockCache:
         # are rows of one product (no copy of the keys per query head); the scale goes on
         # the few queries and the mask is added inside the tails' product.
         group = heads // kv_heads
-        rows = group * q_len
-        cap = k_buf.shape[2]
-        q = (query.to(self.dtype) * scale).reshape(batch, kv_heads, rows, dim)
-        tail_keys = k_buf[self.rows].view(batch * kv_heads, cap, dim)
+        q = (query.to(self.dtype) * scale).reshape(batch, kv_heads, group * q_len, dim)
+        bias = self._tail_bias(group, q_len, k_buf.shape[2])
+        outs, first = [], 0
+        for run in self.runs:  # each run of adjacent slots attends over its tails in place
+            n = run.stop - run.start
+            rows = slice(first, first + n)
+            outs.append(
+                self._attend_run(
+                    layer,
+                    q[rows],
+                    k_buf[run],
+                    v_buf[run],
+                    bias[first * kv_heads : (first + n) * kv_heads],
+                )
+            )
+            first += n
+        out = outs[0] if len(outs) == 1 else torch.cat(outs)
+        out = out.reshape(batch, heads, q_len, dim)
+        return out.to(query.dtype).transpose(1, 2).contiguous()
+
+    def _attend_run(self, layer: int, q: Any, tail_k: Any, tail_v: Any, bias: Any) -> Any:
+        """Scaled queries ``q`` (B, kv_heads, G*q, D) of rows whose tails are ``tail_k`` /
+        ``tail_v`` (B, kv_heads, cap, D) over the prefix and those tails; (B, kv_heads, G*q, D)."""
+        import torch
+
+        batch, kv_heads, rows, dim = q.shape
+        cap, prefix = tail_k.shape[2], self.prefix_len
         tail = torch.baddbmm(
-            self._tail_bias(group, q_len, cap),
-            q.view(batch * kv_heads, rows, dim),
-            tail_keys.transpose(1, 2),
+            bias,
+            q.reshape(batch * kv_heads, rows, dim),
+            tail_k.view(batch * kv_heads, cap, dim).transpose(1, 2),
         ).view(batch, kv_heads, rows, cap)
         if prefix:
             pk, pv = self.prefix[layer]
@@ -365,7 +400,7 @@ class BlockCache:
             scores = tail
         probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(self.dtype)
         tail_probs = probs[..., prefix:].reshape(batch * kv_heads, rows, cap)
-        out = torch.bmm(tail_probs, v_buf[self.rows].view(batch * kv_heads, cap, dim))
+        out = torch.bmm(tail_probs, tail_v.view(batch * kv_heads, cap, dim))
         out = out.view(batch, kv_heads, rows, dim)
         if prefix:
             head_probs = (
@@ -373,8 +408,7 @@ class BlockCache:
             )
             shared = torch.bmm(head_probs, pv).view(kv_heads, batch, rows, dim)
             out = out + shared.permute(1, 0, 2, 3)
-        out = out.reshape(batch, heads, q_len, dim)
-        return out.to(query.dtype).transpose(1, 2).contiguous()
+        return out
 
     def _tail_bias(self, group: int, q_len: int, cap: int) -> Any:
         """The additive mask (0 or -inf) over every allocated tail position, shaped like the
