@@ -9,7 +9,10 @@ alternating the sides so load drifts hit all alike:
 - ``fp32``: ``EpisodeRoller`` (the GRPO rollout): the group decoded together by
   :class:`agentharness.train.decode.Decoder`, prompt read once, KV caches kept across turns;
 - ``bf16``: the same with a bfloat16 copy of the model; the log-probabilities it records
-  are compared with a float32 forward pass over the same tokens (mean and max |difference|).
+  are compared with a float32 forward pass over the same tokens (mean and max |difference|);
+- ``merged`` and ``unmerged``: ``fp32`` without drafts, episodes that have written the same
+  tokens decoded as one row (``grpo.MERGE_AGREEING_ROWS``) or each decoding itself; the
+  ``merged`` side's log-probabilities are compared with a float32 forward pass too.
 
 Eval side (``--eval N``): N instances (``--eval-k`` samples each, at
 ``--eval-temperature``, greedy by default) played by the ``local`` agent through the run
@@ -47,8 +50,11 @@ from agentharness.agents import local
 from agentharness.agents.local import LocalAgent
 from agentharness.core.instance import Instance
 from agentharness.core.registry import episode_for
+from agentharness.train import grpo
 from agentharness.train.grpo import EpisodeRoller, GRPOOptions
 from agentharness.train.model import load_trainable
+
+MERGE_DEFAULT = grpo.MERGE_AGREEING_ROWS
 
 
 def plain_group(agent: LocalAgent, instance: Instance, group: int, turns: int) -> int:
@@ -118,9 +124,12 @@ def grpo_side(args: argparse.Namespace, net: Any, tok: Any) -> None:
                     max_new_tokens=args.tokens,
                     max_completion_length=4096,
                     rollout_dtype="bfloat16" if side == "bf16" else "float32",
+                    draft_tokens=0 if side in ("merged", "unmerged") else 3,
                 )
+                grpo.MERGE_AGREEING_ROWS = side != "unmerged"
                 roller = EpisodeRoller(net, tok, opts)
                 rollouts = roller.play_group(instance, args.group, seed=r)
+                grpo.MERGE_AGREEING_ROWS = MERGE_DEFAULT
                 sampled = sum(sum(x.env_mask) for x in rollouts)
                 passes[side].append(roller.forward_passes)
                 for kind, (n, tokens, secs) in roller.stats.items():
@@ -132,10 +141,10 @@ def grpo_side(args: argparse.Namespace, net: Any, tok: Any) -> None:
                 f"{sampled / wall:6.1f} tok/s",
                 flush=True,
             )
-            if side == "bf16":
+            if side in ("bf16", "merged"):
                 gaps.append(logprob_gap(net, rollouts))
                 print(
-                    f"  bf16 vs fp32 log-prob |diff|: mean {gaps[-1][0]:.4f}, max {gaps[-1][1]:.4f}"
+                    f"  {side} vs fp32 log-prob |diff|: mean {gaps[-1][0]:.4f}, max {gaps[-1][1]:.4f}"
                 )
     print(
         f"\n{spec.id} easy, group {args.group}, <= {args.turns} turns x {args.tokens} tokens, "
@@ -152,7 +161,8 @@ def grpo_side(args: argparse.Namespace, net: Any, tok: Any) -> None:
         print(f"| {side} | {wall:.1f} | {rate:.1f} | {ratio} | {fp} |")
     if gaps:
         print(
-            f"bf16 log-prob |diff| vs a float32 forward pass: mean {statistics.mean(g[0] for g in gaps):.4f}, "
+            "recorded log-prob |diff| vs a float32 forward pass (bf16 and merged sides): "
+            f"mean {statistics.mean(g[0] for g in gaps):.4f}, "
             f"max {max(g[1] for g in gaps):.4f} over {sum(g[2] for g in gaps)} sampled tokens"
         )
 

@@ -8,8 +8,10 @@ machine multiplies it fast, else float32), the training pass forced on every gro
 seconds from the log: the step, its rollouts and its training pass (the difference), with
 each group's mean reward (a group whose episodes all score alike is skipped in real
 training), the run's ``prompt_sharing`` counts and its peak resident memory. ``--runs``
-lists ``task[:draft_tokens[:difficulty]]`` entries, so a setting can be compared on the same
-task in the same script and each task can play its own difficulty. ``--beta`` adds the KL
+lists ``task[:draft_tokens[:difficulty[:unmerged]]]`` entries, so a setting can be compared on
+the same task in the same script and each task can play its own difficulty; ``unmerged``
+turns ``grpo.MERGE_AGREEING_ROWS`` off (every episode of a group decodes itself; merging
+applies without drafts only). ``--beta`` adds the KL
 term to the reference model, as the experiment's GRPO stage does (0.04): its reference pass
 is part of the step.
 
@@ -40,12 +42,20 @@ ROLLOUTS = re.compile(
 LENGTH = re.compile(r"'completions/mean_length': '([0-9.]+)'")
 
 
+# The CLI with grpo.MERGE_AGREEING_ROWS off: every episode of a group decodes itself.
+UNMERGED = (
+    "import sys; from agentharness.train import grpo; grpo.MERGE_AGREEING_ROWS = False; "
+    "from agentharness.cli.main import main; sys.argv[0] = 'bootcamp'; main()"
+)
+
+
 def run(
-    task: str, drafts: int, difficulty: str, args: argparse.Namespace, out: Path
+    task: str, drafts: int, difficulty: str, args: argparse.Namespace, out: Path, merge: bool = True
 ) -> tuple[list[dict[str, float]], float | None]:
     """The run's steps, and its peak resident memory in GB (None where not recorded)."""
+    entry = ["-m", "agentharness.cli"] if merge else ["-c", UNMERGED]
     command = [
-        sys.executable, "-m", "agentharness.cli", "train", "grpo",
+        sys.executable, *entry, "train", "grpo",
         "--tasks", task, "--difficulty", difficulty, "--beta", str(args.beta), "--n-instances", str(args.steps),
         "--first-seed", "100001", "--max-steps", str(args.steps), "--num-generations", "8",
         "--max-turns", "4", "--max-new-tokens", str(args.tokens), "--max-completion-length", "4096",
@@ -91,11 +101,16 @@ def main() -> None:
     table = []
     for entry in args.runs.split(","):
         task, _, rest = entry.partition(":")
-        drafts, _, difficulty = rest.partition(":")
+        drafts, _, rest = rest.partition(":")
+        difficulty, _, mode = rest.partition(":")
+        if mode not in ("", "unmerged"):
+            raise SystemExit(f"{entry}: the fourth field is 'unmerged' or nothing")
         k = int(drafts) if drafts else 3
         difficulty = difficulty or args.difficulty
         with tempfile.TemporaryDirectory() as tmp:
-            steps, resident = run(task, k, difficulty, args, Path(tmp) / "grpo")
+            steps, resident = run(task, k, difficulty, args, Path(tmp) / "grpo", mode != "unmerged")
+        if mode:
+            task = f"{task} {mode}"
         for i, s in enumerate(steps):
             print(
                 f"{task} drafts {k} step {i}: step {s['step']:.1f} s = rollouts "

@@ -16,6 +16,7 @@ from tiny_lm import tiny_model, tiny_tokenizer
 from agentharness.core.registry import get_task
 from agentharness.train.chat import plain_chat, render
 from agentharness.train.decode import ATTENTION, Decoder, sampler
+from agentharness.train import grpo
 from agentharness.train.grpo import EpisodeRoller, GRPOOptions
 
 
@@ -284,3 +285,50 @@ def test_episodes_that_agree_read_each_reply_once(
     for a, b in zip(shared, alone, strict=True):
         assert a.completion_ids == b.completion_ids and a.env_mask == b.env_mask
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+
+
+@pytest.mark.parametrize(("temperature", "seed"), [(0.1, 0), (0.05, 1), (0.0, 0)])
+def test_rows_that_agree_decode_as_one_and_part_exactly(
+    tiny: tuple[Any, Any], temperature: float, seed: int, monkeypatch: Any
+) -> None:
+    """Episodes that have written the same tokens are decoded as one row until one draws
+    another token (grpo.MERGE_AGREEING_ROWS): fewer rows a pass, and the rollouts, their
+    log-probabilities and the conversations are those of every row decoding itself.
+    Cases: rows that agree a while then all part (0.1), rows two of which agree to the
+    end, following on across turns (0.05), and greedy rows that never part (0.0)."""
+    net, tok = tiny
+    instance = get_task("guess").instance(0, "easy")
+    opts = GRPOOptions(
+        max_turns=3,
+        max_new_tokens=12,
+        max_completion_length=600,
+        temperature=temperature,
+        draft_tokens=0,
+    )
+    played, fed = {}, {}
+    for merge in (True, False):
+        monkeypatch.setattr(grpo, "MERGE_AGREEING_ROWS", merge)
+        roller = EpisodeRoller(net, tok, opts)
+        played[merge] = roller.play_group(instance, 4, seed=seed)
+        fed[merge] = roller.stats["decode"][1]  # tokens fed to decoding passes
+    merged, alone = played[True], played[False]
+    distinct = len({tuple(r.completion_ids) for r in merged})
+    assert distinct == {0.1: 4, 0.05: 2, 0.0: 1}[temperature]
+    assert all(r.turns == 3 for r in merged)
+    assert fed[True] < fed[False]
+    if temperature == 0.0:  # one row decodes for all four
+        assert fed[True] * 4 == fed[False]
+    for a, b in zip(merged, alone, strict=True):
+        assert a.completion_ids == b.completion_ids and a.env_mask == b.env_mask
+        # at temperature 0.1 a logit's last bits (a row of 1 against a row of 4) count x10
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+        assert [m.text for m in a.record.messages] == [m.text for m in b.record.messages]
+    for r in merged:  # a follower's log-probabilities are its own conversation's
+        logp = full_logp(net, r.prompt_ids + r.completion_ids)
+        start = len(r.prompt_ids) - 1
+        for i, (token, sampled) in enumerate(zip(r.completion_ids, r.env_mask, strict=True)):
+            if sampled and temperature > 0:
+                scaled = torch.log_softmax(logp[start + i] / temperature, -1)
+                assert float(scaled[token]) == pytest.approx(r.logprobs[i], abs=1e-4)
+            elif sampled:
+                assert token == int(logp[start + i].argmax())

@@ -84,8 +84,11 @@ class GRPOOptions(RunOptions):
     temperature: float = 1.0
     top_p: float = 1.0
     # Tokens a row drafts from its own conversation for the model to verify in the pass that
-    # reads its drawn token (speculative sampling, exact; 0: one token a pass).
-    draft_tokens: int = 3
+    # reads its drawn token (speculative sampling, exact; 0: one token a pass, and episodes
+    # that agree decode as one row, MERGE_AGREEING_ROWS). On the AVX2-only VM a harmony step
+    # at the stage's settings took 70-73 s with 0 against 87-90 s with 3 (bench/RESULTS.md);
+    # on the Intel AMX VM 3 drafts had beaten 0 by 1.23x before rows were merged.
+    draft_tokens: int = 0
     # "bfloat16": sample with a bfloat16 copy of the model; "auto": that where this machine
     # has fast bfloat16 matrix products (train.model.resolve_dtype)
     rollout_dtype: str = "float32"
@@ -205,6 +208,16 @@ class Rollout:
     record: Any = None  # EpisodeRecord
 
 
+# A group's episodes that have read and written the same tokens so far decode as one row:
+# the others (its followers) take its logits and each draws its own next token from them
+# with its own generator; a follower that draws another token first copies the keys and
+# values its cache lacks from the row it followed, then decodes on its own. An SFT model's
+# samples agree for most of an episode (v39's first GRPO groups: 1.0-1.7 distinct rows of
+# 8 at a decoding position), and a pass over fewer rows costs less. Without drafts only
+# (``draft_tokens`` 0); False: every row decodes itself.
+MERGE_AGREEING_ROWS = True
+
+
 @dataclass
 class _Row:
     """The state of one episode of a group while the group is played."""
@@ -229,9 +242,10 @@ class EpisodeRoller:
     the prompt is read once and its KV cache copied to every episode, each decoding step
     reads the weights once for all episodes still writing, each episode's cache is kept
     across its turns (a turn reads only the environment's reply; a reply to a conversation
-    another episode has already read is copied from it), and an episode that ends its turn
-    steps its environment and goes on with its next turn at once instead of waiting for
-    the others. ``opts.rollout_dtype`` ``bfloat16`` samples with a bfloat16 copy
+    another episode has already read is copied from it), episodes that have written the
+    same tokens so far decode as one row (:data:`MERGE_AGREEING_ROWS`), and an episode that
+    ends its turn steps its environment and goes on with its next turn at once instead of
+    waiting for the others. ``opts.rollout_dtype`` ``bfloat16`` samples with a bfloat16 copy
     of the model (``bench/generation.py`` measures both). Used by the GRPO rollout function;
     usable on its own (tests drive it directly).
     """
@@ -317,6 +331,10 @@ class EpisodeRoller:
         read_before: dict[tuple[int, ...], tuple[int, Any]] = {}  # see _read
         carried: dict[int, int] = {}  # a token drawn at a refusal, not read yet
         turn_over: list[_Row] = []  # rows whose turn ended while their drafts were verified
+        # follower seq -> the seq it follows (MERGE_AGREEING_ROWS); a follower's own cache
+        # stops where it began following, the rest of its conversation is in the other's
+        merge = MERGE_AGREEING_ROWS and self.opts.draft_tokens <= 0
+        following = {row.seq: rows[0].seq for row in rows[1:]} if merge else {}
         active = [row for row in rows if self._start_turn(row, decoder)]
         while active:
             feeds: dict[int, list[int]] = {}
@@ -334,6 +352,8 @@ class EpisodeRoller:
                     ended.append(row)
                 else:
                     feeds[row.seq] = [token]
+            if following:
+                self._part(following, feeds, decoder)
             replies: dict[int, list[int]] = {}
             if ended:
                 texts = [self.tokenizer.decode(r.turn, skip_special_tokens=True) for r in ended]
@@ -379,6 +399,42 @@ class EpisodeRoller:
                 logits.update(decoder.step(feeds))
             if replies:
                 logits.update(self._read(decoder, rows, replies, read_before))
+                if merge:
+                    self._follow_alike([r for r in rows if r.seq in replies], following)
+            for seq, followed in following.items():
+                logits[seq] = logits[followed]
+
+    def _part(self, following: dict[int, int], feeds: dict[int, list[int]], decoder: Any) -> None:
+        """Settle the followers after a draw: one that drew the token the row it follows
+        drew is not fed (it follows on); the others leave, first copying the positions
+        their cache lacks from that row. A turn's end parts them all (its replies are read
+        by :meth:`_read`). Followers that drew the same other token follow the first of them.
+        """
+        leaving: dict[tuple[int, tuple[int, ...] | None], int] = {}  # (followed, draw) -> new seq
+        for seq, followed in list(following.items()):
+            draw = tuple(feeds[seq]) if seq in feeds else None
+            if draw is not None and draw == tuple(feeds.get(followed, ())):
+                del feeds[seq]  # the same conversation still: the other row's pass serves it
+                continue
+            del following[seq]
+            if draw is not None and (followed, draw) in leaving:
+                following[seq] = leaving[(followed, draw)]
+                del feeds[seq]
+                continue
+            decoder.copy(followed, seq, decoder.length(followed))
+            if draw is not None:
+                leaving[(followed, draw)] = seq
+
+    @staticmethod
+    def _follow_alike(read: list[_Row], following: dict[int, int]) -> None:
+        """Rows just read whose conversations are the same follow the first of them."""
+        first: dict[tuple[int, ...], int] = {}
+        for row in read:
+            key = tuple(row.completion)
+            if key in first:
+                following[row.seq] = first[key]
+            else:
+                first[key] = row.seq
 
     def _read(
         self,
