@@ -14,9 +14,9 @@ import torch
 from tiny_lm import tiny_model, tiny_tokenizer
 
 from agentharness.core.registry import get_task
+from agentharness.train import grpo
 from agentharness.train.chat import plain_chat, render
 from agentharness.train.decode import ATTENTION, Decoder, sampler
-from agentharness.train import grpo
 from agentharness.train.grpo import EpisodeRoller, GRPOOptions
 
 
