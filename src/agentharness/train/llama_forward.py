@@ -232,8 +232,7 @@ class BlockCache:
         self.prefix: list[tuple[Any, Any]] = []  # per layer; empty: no shared prefix
         self.prefix_len = 0
         # the current pass (set by begin)
-        self.rows = slice(0, 0)  # the slots from the pass's first to its last
-        self.runs: list[slice] = []  # the pass's runs of adjacent slots
+        self.runs: list[slice] = []  # the pass's slots, as runs of adjacent ones
         self.write_rows: Any = None
         self.write_index: Any = None
         self.positions: Any = None
@@ -301,7 +300,6 @@ class BlockCache:
             else:
                 runs.append(slice(slot, slot + 1))
         self.runs = runs
-        self.rows = runs[0] if len(runs) == 1 else slice(slots[0], slots[-1] + 1)
         self.write_rows = torch.tensor(slots, device=self.device)[:, None].expand_as(write_index)
         self.write_index = write_index
         self.positions = positions
@@ -334,8 +332,9 @@ class BlockCache:
             # a read (a prompt, a tool reply): CPU flash attention over prefix + tails
             if len(self.runs) > 1:
                 raise ValueError("a read runs over adjacent slots only")
-            keys = k_buf[self.rows, :, : self.tail_len]
-            values = v_buf[self.rows, :, : self.tail_len]
+            (rows,) = self.runs
+            keys = k_buf[rows, :, : self.tail_len]
+            values = v_buf[rows, :, : self.tail_len]
             if prefix:
                 pk, pv = self.prefix[layer]
                 keys = torch.cat([pk.expand(batch, -1, -1, -1), keys], dim=2)
