@@ -8,12 +8,14 @@ machine multiplies it fast, else float32), the training pass forced on every gro
 seconds from the log: the step, its rollouts and its training pass (the difference), with
 each group's mean reward (a group whose episodes all score alike is skipped in real
 training), the run's ``prompt_sharing`` counts and its peak resident memory. ``--runs``
-lists ``task[:draft_tokens[:difficulty[:unmerged]]]`` entries, so a setting can be compared on
-the same task in the same script and each task can play its own difficulty; ``unmerged``
-turns ``grpo.MERGE_AGREEING_ROWS`` off (every episode of a group decodes itself; merging
-applies without drafts only). ``--beta`` adds the KL
+lists ``task[:draft_tokens[:difficulty[:modes]]]`` entries, so a setting can be compared on
+the same task in the same script and each task can play its own difficulty; ``modes`` joins
+with ``+``: ``unmerged`` turns ``grpo.MERGE_AGREEING_ROWS`` off (every episode of a group
+decodes itself; merging applies without drafts only), ``uncached`` keeps none of the
+reference model's prompts (``--reference-cache-gb 0``). ``--beta`` adds the KL
 term to the reference model, as the experiment's GRPO stage does (0.04): its reference pass
-is part of the step.
+is part of the step. ``--instances`` N cycles the steps over N instances, as a curriculum's
+recur (v39's: 13 over 48 steps).
 
     python bench/grpo_step.py --model experiments/out/v18/models/sft/final \\
         --runs robot_reach:0,robot_reach:3,harmony,thermal,escape_room
@@ -49,20 +51,31 @@ UNMERGED = (
 )
 
 
+MODES = ("unmerged", "uncached")
+
+
 def run(
-    task: str, drafts: int, difficulty: str, args: argparse.Namespace, out: Path, merge: bool = True
+    task: str,
+    drafts: int,
+    difficulty: str,
+    args: argparse.Namespace,
+    out: Path,
+    modes: frozenset[str] = frozenset(),
 ) -> tuple[list[dict[str, float]], float | None]:
     """The run's steps, and its peak resident memory in GB (None where not recorded)."""
-    entry = ["-m", "agentharness.cli"] if merge else ["-c", UNMERGED]
+    entry = ["-c", UNMERGED] if "unmerged" in modes else ["-m", "agentharness.cli"]
+    instances = args.instances or args.steps
     command = [
         sys.executable, *entry, "train", "grpo",
-        "--tasks", task, "--difficulty", difficulty, "--beta", str(args.beta), "--n-instances", str(args.steps),
+        "--tasks", task, "--difficulty", difficulty, "--beta", str(args.beta), "--n-instances", str(instances),
         "--first-seed", "100001", "--max-steps", str(args.steps), "--num-generations", "8",
         "--max-turns", "4", "--max-new-tokens", str(args.tokens), "--max-completion-length", "4096",
         "--rollout-dtype", args.dtype, "--train-dtype", args.dtype, "--train-flat-groups",
         "--draft-tokens", str(drafts),
         "--out", str(out), "--no-progress",
     ]  # fmt: skip
+    if "uncached" in modes:
+        command += ["--reference-cache-gb", "0"]
     if args.model:
         command += ["--model", args.model]
     log = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -76,7 +89,8 @@ def run(
     summary = json.loads((out / "train_summary.json").read_text())
     sharing = summary.get("prompt_sharing", {})
     print(
-        f"{task} drafts {drafts}: prompt_sharing {json.dumps(sharing)}; group mean rewards "
+        f"{task} drafts {drafts}: prompt_sharing {json.dumps(sharing)}; the reference model's "
+        f"prompt tokens {json.dumps(summary.get('reference_prompt_tokens'))}; group mean rewards "
         f"{rewards} (1.0 or 0.0: every episode scored the same)",
         flush=True,
     )
@@ -97,18 +111,25 @@ def main() -> None:
     parser.add_argument("--beta", type=float, default=0.0, help="KL coefficient (stage: 0.04)")
     parser.add_argument("--tokens", type=int, default=160, help="max new tokens a turn")
     parser.add_argument("--dtype", default="auto", help="auto, float32 or bfloat16")
+    parser.add_argument(
+        "--instances",
+        type=int,
+        default=0,
+        help="distinct instances the steps cycle over, as a curriculum's recur (default: one a step)",
+    )
     args = parser.parse_args()
     table = []
     for entry in args.runs.split(","):
         task, _, rest = entry.partition(":")
         drafts, _, rest = rest.partition(":")
         difficulty, _, mode = rest.partition(":")
-        if mode not in ("", "unmerged"):
-            raise SystemExit(f"{entry}: the fourth field is 'unmerged' or nothing")
+        modes = frozenset(mode.split("+")) - {""}
+        if not modes <= set(MODES):
+            raise SystemExit(f"{entry}: the fourth field joins {' and '.join(MODES)} with '+'")
         k = int(drafts) if drafts else 3
         difficulty = difficulty or args.difficulty
         with tempfile.TemporaryDirectory() as tmp:
-            steps, resident = run(task, k, difficulty, args, Path(tmp) / "grpo", mode != "unmerged")
+            steps, resident = run(task, k, difficulty, args, Path(tmp) / "grpo", modes)
         if mode:
             task = f"{task} {mode}"
         for i, s in enumerate(steps):

@@ -300,7 +300,7 @@ def test_only_the_positions_the_loss_reads_are_scored(tmp_path: Path) -> None:
 
 def test_the_trainer_scores_its_loss_positions(tmp_path: Path, monkeypatch: Any) -> None:
     """During the loss the trainer's pass scores ``completion_mask * tool_mask`` only,
-    and outside it (old or reference log-probabilities) every position."""
+    and outside it, with no generated batch's tool masks known, every position."""
     from trl import GRPOTrainer
 
     trainer = make_trainer(tmp_path)
@@ -729,3 +729,86 @@ def test_a_group_with_equal_rewards_is_skipped_with_the_same_zero_gradient(
     assert trainer.prompt_sharing["shared_calls"] == 2
     assert trainer.prompt_sharing["skipped_flat_batches"] == 1
     assert any(g is not None and g.any() for g in rewarded.values())
+
+
+def test_the_reference_pass_reads_each_prompt_once(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    """With a KL term the reference model's prompt keys and values are kept: a prompt it has
+    read is not computed again, and its log-probabilities are those of a pass without the
+    cache; a reference model that TRL syncs to the policy keeps none."""
+    from datasets import Dataset
+    from trl import GRPOConfig
+
+    def reference_trainer(**config: Any) -> Any:
+        args = GRPOConfig(
+            output_dir=str(tmp_path / "trainer"), per_device_train_batch_size=4,
+            num_generations=4, temperature=0.7, use_cpu=True, report_to=[],
+            gradient_checkpointing=False, bf16=False, **{"beta": 0.04, **config},
+        )  # fmt: skip
+        return shared_prompt_trainer_class()(
+            model=str(tiny_checkpoint),
+            reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+            args=args,
+            train_dataset=Dataset.from_list([{"prompt": "hello"}] * 4),
+            processing_class=tiny_tokenizer(),
+        )
+
+    trainer = reference_trainer()
+    prompt = random_ids(40, seed=0)
+    ids, mask, keep = batch([prompt] * 4, [random_ids(n, seed=n) for n in (9, 5, 7, 3)])
+    with torch.no_grad():
+        first = trainer._get_per_token_logps_and_entropies(trainer.ref_model, ids, mask, keep)[0]
+        cache = trainer.reference_cache
+        assert (cache.reused_tokens, cache.computed_tokens) == (0, 39)
+        again = trainer._get_per_token_logps_and_entropies(trainer.ref_model, ids, mask, keep)[0]
+        assert (cache.reused_tokens, cache.computed_tokens) == (39, 39)
+        # the policy's passes never use it
+        trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, keep)
+        assert (cache.reused_tokens, cache.computed_tokens) == (39, 39)
+        trainer.reference_cache = None
+        plain = trainer._get_per_token_logps_and_entropies(trainer.ref_model, ids, mask, keep)[0]
+    torch.testing.assert_close(first, plain, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(again, plain, atol=1e-5, rtol=1e-5)
+    assert reference_trainer(sync_ref_model=True).reference_cache is None
+    assert reference_trainer(beta=0.0).reference_cache is None  # no reference model
+
+
+def test_passes_without_gradients_score_the_generated_model_tokens(tmp_path: Path) -> None:
+    """The reference and old log-probabilities of the batch just generated are read where
+    the loss reads them (its model tokens), so the environment's tokens are not scored;
+    with gradients and no loss positions, and for another batch's shape, every position."""
+    trainer = make_trainer(tmp_path)
+    ids, mask, keep = batch(
+        [random_ids(24, seed=0)] * 4, [random_ids(n, seed=n) for n in (7, 6, 7, 5)]
+    )
+    tool_masks = [[1, 1, 0, 0, 1, 1, 1], [1, 1, 0, 0, 1, 1], [1, 0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1]]
+    trainer._generated_tool_masks = tool_masks
+    with torch.no_grad():
+        logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, keep)
+    for row, tools in enumerate(tool_masks):
+        for column, model_token in enumerate(tools):
+            assert (logps[row, column] != 0) == bool(model_token), (row, column)
+    logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, keep)
+    assert torch.all(logps[mask[:, -keep:].bool()] != 0)
+    trainer._generated_tool_masks = tool_masks[:3]
+    with torch.no_grad():
+        logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, keep)
+    assert torch.all(logps[mask[:, -keep:].bool()] != 0)
+
+
+def test_train_grpo_with_a_kl_term_reuses_the_reference_prompt(
+    tiny_checkpoint: Path, tmp_path: Path
+) -> None:
+    """Two steps on one instance with ``beta`` > 0: the second step's reference pass reuses
+    the whole prompt the first computed."""
+    from agentharness.train.grpo import train_grpo
+
+    out = tmp_path / "grpo"
+    train_grpo(
+        ["guess"], out, model=str(tiny_checkpoint), max_steps=2, n_instances=1,
+        num_generations=4, max_turns=2, max_new_tokens=8, max_completion_length=200,
+        train_dtype="float32", beta=0.04, seed=2,
+    )  # fmt: skip
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert summary["steps"] == 2 and len(summary["losses"]) == 2
+    reference = summary["reference_prompt_tokens"]
+    assert reference["computed"] > 0 and reference["reused"] == reference["computed"]

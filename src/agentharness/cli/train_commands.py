@@ -257,6 +257,15 @@ def grpo_command(
             "Default: half the memory available at each pass; 0 recomputes every episode",
         ),
     ] = None,
+    reference_cache_gb: Annotated[
+        float,
+        typer.Option(
+            "--reference-cache-gb",
+            min=0,
+            help="with --beta > 0: GB of the reference model's prompt keys and values kept, "
+            "so a prompt that starts like one it read computes only the rest (0: none)",
+        ),
+    ] = 2.0,
     skip_flat_groups: Annotated[
         bool,
         typer.Option(
@@ -360,6 +369,7 @@ def grpo_command(
             train_dtype=train_dtype,
             shared_prompt=shared_prompt,
             keep_activations_gb=keep_activations_gb,
+            reference_cache_gb=reference_cache_gb,
             skip_flat_groups=skip_flat_groups,
             reward_signal=reward_signal,
             resample_flat=resample_flat,

@@ -62,6 +62,7 @@ from agentharness.train.model import (
     save_final,
     write_json,
 )
+from agentharness.train.prefix_cache import PrefixCache, plain_cache_tensors
 from agentharness.train.sampling import sample_token
 
 
@@ -101,6 +102,11 @@ class GRPOOptions(RunOptions):
     # the memory available when the pass starts (the system's, plus what this process's
     # heap holds freed); 0: recompute every stretch.
     keep_activations_gb: float | None = None
+    # The KL term's reference model never changes, so its keys and values of the prompts it
+    # has read are kept (within this many GB; 0: none) and a prompt that starts like one of
+    # them computes only the rest: a curriculum's instances recur, and a task's instances
+    # share their system prompt and tools (bench/RESULTS.md, "The reference model's prompts").
+    reference_cache_gb: float = 2.0
     # Skip the training pass of a group whose advantages are all zero (every reward equal):
     # with beta 0 its gradient is exactly zero, so the optimizer step is the same without it.
     skip_flat_groups: bool = True
@@ -837,6 +843,7 @@ def shared_prompt_logps(
     temperature: float = 1.0,
     fp32_head: bool = False,
     share_prefixes: bool = True,
+    prompt_cache: PrefixCache | None = None,
 ) -> tuple[Any, Any] | None:
     """Per-token log-probabilities (and entropies) of the completions, each prompt computed once.
 
@@ -876,6 +883,11 @@ def shared_prompt_logps(
     row (``row_tokens``) and once for several (``shared_completion_tokens``), how many of
     them the head scored and how many were recomputed in the backward
     (``recomputed_tokens``).
+
+    ``prompt_cache`` (without gradients, for a model whose weights do not change: the
+    reference model) gives the prompts' keys and values, computing only what it does not
+    hold (:class:`~agentharness.train.prefix_cache.PrefixCache`); a left-padded prompt is
+    computed as before.
 
     The LM head is this function's own (:func:`_scored_positions`) wherever the model's
     logits are plain ``lm_head(hidden) / temperature`` (``temperature`` and ``fp32_head``
@@ -934,12 +946,19 @@ def shared_prompt_logps(
             # Every common prefix of the completions (a tree of them) is computed once.
             backbone, head = parts
             budget.charge(p - 1, 0, p - 1)  # the prompt's are always kept
-            cache = backbone(
-                input_ids=prompts[lead : lead + 1, :-1],
-                attention_mask=prompt_masks[lead : lead + 1, :-1],
-                use_cache=True,
-            ).past_key_values
-            kv = _plain_cache_tensors(cache, p - 1)
+            if (
+                prompt_cache is not None
+                and not torch.is_grad_enabled()
+                and bool(prompt_masks[lead, :-1].all())
+            ):
+                kv = prompt_cache.keys_values(backbone, prompts[lead, :-1])
+            else:
+                cache = backbone(
+                    input_ids=prompts[lead : lead + 1, :-1],
+                    attention_mask=prompt_masks[lead : lead + 1, :-1],
+                    use_cache=True,
+                ).past_key_values
+                kv = plain_cache_tensors(cache, p - 1)
             if kv is None:
                 return None  # e.g. sliding-window layers
             tree = _completion_tree(input_ids[:, p:], score_mask, part, lengths, share_prefixes)
@@ -973,7 +992,7 @@ def shared_prompt_logps(
             use_cache=True,
             logits_to_keep=1,
         ).past_key_values
-        kv = _plain_cache_tensors(cache, p - 1)
+        kv = plain_cache_tensors(cache, p - 1)
         if kv is None:
             return None  # e.g. sliding-window layers, or gradient checkpointing dropped the cache
         for r in part:
@@ -1090,22 +1109,6 @@ class ActivationBudget:
     def charge(self, tokens: int, scored: int, context: int) -> None:
         """Count a pass that keeps its activations whatever the limit (a shared prompt)."""
         self.kept += self.estimate(tokens, scored, context)
-
-
-def _plain_cache_tensors(cache: Any, length: int) -> list[tuple[Any, Any]] | None:
-    """Each layer's ``(keys, values)`` of a plain ``DynamicCache`` holding ``length``
-    positions; None for any other cache (sliding-window layers, none at all)."""
-    from transformers.cache_utils import DynamicCache, DynamicLayer
-
-    layers = getattr(cache, "layers", None)
-    if (
-        not isinstance(cache, DynamicCache)
-        or not layers
-        or any(type(layer) is not DynamicLayer for layer in layers)
-        or cache.get_seq_length() != length
-    ):
-        return None
-    return [(layer.keys, layer.values) for layer in layers]
 
 
 # A stretch that several completions share is computed in a pass of its own only from this
@@ -1261,7 +1264,7 @@ def _run_tree_node(
             )
         if not keep_cache:
             return lp, ent
-        grown = _plain_cache_tensors(cache, p - 1 + b)
+        grown = plain_cache_tensors(cache, p - 1 + b)
         if grown is None:  # a pass appends to each layer of a plain cache: never expected
             raise RuntimeError("a tree node's pass did not extend its plain key-value cache")
         return (lp, ent, *[t for pair in grown for t in pair])
@@ -1391,12 +1394,24 @@ def shared_prompt_trainer_class() -> type:
             shared_prompt: bool = True,
             keep_activations_gb: float | None = None,
             skip_flat_groups: bool = True,
+            reference_cache_gb: float = 2.0,
             **kwargs: Any,
         ) -> None:
             super().__init__(*args, **kwargs)
             self.shared_prompt = shared_prompt
             self.keep_activations_gb = keep_activations_gb
             self.skip_flat_groups = skip_flat_groups
+            # The reference model's prompt keys and values, while its weights stay put.
+            self.reference_cache = (
+                PrefixCache(reference_cache_gb * 2**30)
+                if reference_cache_gb > 0
+                and self.ref_model is not None
+                and not getattr(self.args, "sync_ref_model", False)
+                else None
+            )
+            # The last generated batch's tool masks (1: a token the model sampled), which say
+            # where a pass without gradients (reference, old log-probabilities) is read.
+            self._generated_tool_masks: list[list[int]] | None = None
             self.prompt_sharing: dict[str, int] = {
                 "shared_calls": 0,
                 "fallback_calls": 0,
@@ -1410,6 +1425,34 @@ def shared_prompt_trainer_class() -> type:
             }
             # The positions the loss being computed reads (completion_mask * tool_mask).
             self._loss_positions: Any = None
+
+        def _generate(self, prompts: list[Any]) -> Any:
+            out = super()._generate(prompts)
+            self._generated_tool_masks = out[2]
+            return out
+
+        def _read_positions(self, attention_mask: Any, logits_to_keep: int) -> Any:
+            """Where the loss reads this batch's log-probabilities: the positions
+            ``_compute_loss`` set, or (for a pass without gradients over the batch just
+            generated) its completions' model tokens; None (every position) otherwise."""
+            import torch
+
+            positions = self._loss_positions
+            n = len(attention_mask)
+            if positions is None and not torch.is_grad_enabled():
+                masks = self._generated_tool_masks
+                if (
+                    masks is not None
+                    and len(masks) == n
+                    and all(len(m) <= logits_to_keep for m in masks)
+                ):
+                    # padded with 1 as TRL pads them; the attention mask zeroes padding
+                    padded = [list(m) + [1] * (logits_to_keep - len(m)) for m in masks]
+                    tool = torch.tensor(padded, dtype=attention_mask.dtype)
+                    positions = attention_mask[:, -logits_to_keep:] * tool.to(attention_mask.device)
+            if positions is not None and tuple(positions.shape) != (n, logits_to_keep):
+                positions = None  # not this batch's: score every position
+            return positions
 
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
             """TRL's loss, with the head scoring only the positions the loss reads.
@@ -1482,12 +1525,8 @@ def shared_prompt_trainer_class() -> type:
             **kwargs: Any,
         ) -> tuple[Any, Any, Any]:
             if self._can_share(model, kwargs):
-                positions = self._loss_positions
-                if positions is not None and tuple(positions.shape) != (
-                    len(input_ids),
-                    logits_to_keep,
-                ):
-                    positions = None  # not this batch's: score every position
+                positions = self._read_positions(attention_mask, logits_to_keep)
+                frozen = model is self.ref_model and self.reference_cache is not None
                 with self.accelerator.autocast():
                     shared = shared_prompt_logps(
                         model,
@@ -1500,6 +1539,7 @@ def shared_prompt_trainer_class() -> type:
                         score_mask=positions,
                         temperature=self.temperature,
                         fp32_head=bool(getattr(self.args, "cast_lm_head_to_fp32", False)),
+                        prompt_cache=self.reference_cache if frozen else None,
                     )
                 if shared is not None:
                     self.prompt_sharing["shared_calls"] += 1
@@ -1570,6 +1610,10 @@ def train_grpo(
         )
     if opts.resample_flat < 0:
         raise TrainInputError(f"resample_flat is {opts.resample_flat}; give 0 (off) or more")
+    if not opts.reference_cache_gb >= 0:
+        raise TrainInputError(
+            f"reference_cache_gb is {opts.reference_cache_gb}; give 0 (no cache) or a size in GB"
+        )
     if opts.keep_activations_gb is not None and not opts.keep_activations_gb >= 0:
         raise TrainInputError(
             f"keep_activations_gb is {opts.keep_activations_gb}; give 0 (recompute every "
@@ -1655,6 +1699,7 @@ def train_grpo(
         shared_prompt=opts.shared_prompt,
         keep_activations_gb=opts.keep_activations_gb,
         skip_flat_groups=opts.skip_flat_groups,
+        reference_cache_gb=opts.reference_cache_gb,
         model=net,
         reward_funcs=REWARD_FUNCS[opts.reward_signal],
         args=config,
@@ -1690,11 +1735,19 @@ def train_grpo(
             "seconds": round(time.time() - started, 1),
             "peak_resident_gb": peak_resident_gb(),
             "prompt_sharing": dict(trainer.prompt_sharing),
+            "reference_prompt_tokens": reference_prompt_tokens(trainer.reference_cache),
             "final": str(final),
             "rollouts": str(log_dir),
         },
     )
     return final
+
+
+def reference_prompt_tokens(cache: PrefixCache | None) -> dict[str, int] | None:
+    """What the reference model's prompt cache reused and computed (None: no cache)."""
+    if cache is None:
+        return None
+    return {"reused": cache.reused_tokens, "computed": cache.computed_tokens}
 
 
 def _training_rows(
