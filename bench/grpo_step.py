@@ -12,7 +12,9 @@ lists ``task[:draft_tokens[:difficulty[:modes]]]`` entries, so a setting can be 
 the same task in the same script and each task can play its own difficulty; ``modes`` joins
 with ``+``: ``unmerged`` turns ``grpo.MERGE_AGREEING_ROWS`` off (every episode of a group
 decodes itself; merging applies without drafts only), ``uncached`` keeps none of the
-reference model's prompts (``--reference-cache-gb 0``). ``--beta`` adds the KL
+reference model's prompts (``--reference-cache-gb 0``), ``readprompt`` turns
+``grpo.PROMPT_PASS_IN_ROLLOUTS`` off (the rollouts read the prompt themselves instead of
+decoding on from the training pass's prompt forward). ``--beta`` adds the KL
 term to the reference model, as the experiment's GRPO stage does (0.04): its reference pass
 is part of the step. ``--instances`` N cycles the steps over N instances, as a curriculum's
 recur (v39's: 13 over 48 steps).
@@ -44,14 +46,15 @@ ROLLOUTS = re.compile(
 LENGTH = re.compile(r"'completions/mean_length': '([0-9.]+)'")
 
 
-# The CLI with grpo.MERGE_AGREEING_ROWS off: every episode of a group decodes itself.
-UNMERGED = (
-    "import sys; from agentharness.train import grpo; grpo.MERGE_AGREEING_ROWS = False; "
+# The CLI with module switches turned off (grpo.MERGE_AGREEING_ROWS: every episode of a
+# group decodes itself; grpo.PROMPT_PASS_IN_ROLLOUTS: the rollouts read the prompt themselves).
+SWITCHED_OFF = (
+    "import sys; from agentharness.train import grpo; {switches}"
     "from agentharness.cli.main import main; sys.argv[0] = 'bootcamp'; main()"
 )
 
 
-MODES = ("unmerged", "uncached")
+MODES = ("unmerged", "uncached", "readprompt")
 
 
 def run(
@@ -63,7 +66,17 @@ def run(
     modes: frozenset[str] = frozenset(),
 ) -> tuple[list[dict[str, float]], float | None]:
     """The run's steps, and its peak resident memory in GB (None where not recorded)."""
-    entry = ["-c", UNMERGED] if "unmerged" in modes else ["-m", "agentharness.cli"]
+    switches = "".join(
+        f"grpo.{name} = False; "
+        for mode, name in (
+            ("unmerged", "MERGE_AGREEING_ROWS"),
+            ("readprompt", "PROMPT_PASS_IN_ROLLOUTS"),
+        )
+        if mode in modes
+    )
+    entry = (
+        ["-c", SWITCHED_OFF.format(switches=switches)] if switches else ["-m", "agentharness.cli"]
+    )
     instances = args.instances or args.steps
     command = [
         sys.executable, *entry, "train", "grpo",

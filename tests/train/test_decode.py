@@ -100,6 +100,33 @@ def test_rollout_logprobs_equal_a_full_forward_pass(tiny: tuple[Any, Any]) -> No
         assert render(tok, chat, generation_prompt=False).startswith(text)
 
 
+def test_a_group_decodes_on_from_a_prompt_pass_given_to_it(tiny: tuple[Any, Any]) -> None:
+    """With ``prompt_pass`` (the training pass's prompt forward, in a trainer) the group
+    reads only the prompt's last token and samples what it samples reading it all."""
+    net, tok = tiny
+    opts = GRPOOptions(max_turns=2, max_new_tokens=12, max_completion_length=600, temperature=0.7)
+    instance = get_task("guess").instance(0, "easy")
+    roller = EpisodeRoller(net, tok, opts)
+    alone = roller.play_group(instance, 3, seed=5)
+    read_alone = roller.stats["read"][1]
+    given: list[int] = []
+
+    def prompt_pass(ids: list[int]) -> list[tuple[Any, Any]]:
+        given.append(len(ids))
+        with torch.no_grad():
+            cache = net.model(input_ids=torch.tensor([ids[:-1]]), use_cache=True).past_key_values
+        return [(layer.keys, layer.values) for layer in cache.layers]
+
+    roller.prompt_pass = prompt_pass
+    passed = roller.play_group(instance, 3, seed=5)
+    prompt = len(alone[0].prompt_ids)
+    assert given == [prompt]
+    assert roller.stats["read"][1] == read_alone - prompt
+    for a, b in zip(alone, passed, strict=True):
+        assert a.completion_ids == b.completion_ids
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+
+
 def test_greedy_rollout_logprobs_are_exact(tiny: tuple[Any, Any]) -> None:
     net, tok = tiny
     opts = GRPOOptions(max_turns=3, max_new_tokens=10, max_completion_length=600, temperature=0)
@@ -255,6 +282,40 @@ def test_a_copied_read_continues_like_its_own(tiny: tuple[Any, Any]) -> None:
     assert torch.allclose(torch.log_softmax(logits, -1), expected, atol=1e-4)
     with pytest.raises(ValueError, match="cannot copy"):
         decoder.copy(source, target, decoder.length(source) + 1)
+
+
+@pytest.mark.parametrize("llama_pass", [True, False])
+def test_loaded_keys_and_values_continue_like_a_read(
+    tiny: tuple[Any, Any], llama_pass: bool, monkeypatch: Any
+) -> None:
+    """``Decoder.load`` takes a prompt's keys and values from a transformers pass (the GRPO
+    training pass's): decoding on from them, forked, gives a full forward pass's
+    log-probabilities."""
+    from agentharness.train import decode
+
+    monkeypatch.setattr(decode, "LLAMA_FORWARD", llama_pass)
+    net, _ = tiny
+    prompt = torch.randint(0, 300, (300,), generator=torch.Generator().manual_seed(4)).tolist()
+    with torch.no_grad():
+        cache = net.model(input_ids=torch.tensor([prompt[:-1]]), use_cache=True).past_key_values
+        decoder = Decoder(net, 2)
+        root = decoder.open()
+        decoder.load(root, [(layer.keys, layer.values) for layer in cache.layers])
+        assert decoder.length(root) == len(prompt) - 1
+        first = decoder.step({root: prompt[-1:]})[root]
+        a, b = decoder.fork(root, 2)
+        after = decoder.step({a: [11], b: [12]})
+    expected = full_logp(net, [*prompt, 11])
+    assert torch.allclose(torch.log_softmax(first, -1), expected[-2], atol=1e-4)
+    assert torch.allclose(torch.log_softmax(after[a], -1), expected[-1], atol=1e-4)
+    assert torch.allclose(
+        torch.log_softmax(after[b], -1), full_logp(net, [*prompt, 12])[-1], atol=1e-4
+    )
+    with pytest.raises(ValueError, match="empty sequence"):
+        decoder.load(a, [(layer.keys, layer.values) for layer in cache.layers])
+    fresh = Decoder(net, 1)
+    with pytest.raises(ValueError, match="layers of keys and values"):
+        fresh.load(fresh.open(), [])
 
 
 @pytest.mark.parametrize("draft_tokens", [0, 3])

@@ -568,6 +568,8 @@ def test_train_grpo_on_a_tiny_model_with_a_group_of_4(
             "shared_calls": 2,
             "fallback_calls": 0,
             "prompt_passes": 2,
+            # each run before its group's rollouts, which decoded on from its keys and values
+            "prompts_from_rollouts": 2,
             "rows": 8,
             "skipped_flat_batches": 0,
         }
@@ -812,3 +814,36 @@ def test_train_grpo_with_a_kl_term_reuses_the_reference_prompt(
     assert summary["steps"] == 2 and len(summary["losses"]) == 2
     reference = summary["reference_prompt_tokens"]
     assert reference["computed"] > 0 and reference["reused"] == reference["computed"]
+
+
+def test_a_prompt_forward_run_before_the_rollouts_serves_the_training_pass(
+    tmp_path: Path,
+) -> None:
+    """``PromptPasses.compute`` runs the training pass's prompt forward when a group starts;
+    the training pass takes it (once, at the same optimizer step) and its log-probabilities,
+    entropies and gradients are those of computing the prompt itself."""
+    trainer = make_trainer(tmp_path)
+    prompt = random_ids(40, seed=0)
+    ids, mask, keep = batch([prompt] * 4, [random_ids(n, seed=n) for n in (9, 5, 7, 3)])
+    plain = logps_and_grads(trainer, ids, mask, keep)
+    passes = trainer.prompt_passes
+    kv = passes.compute(prompt)
+    assert kv is not None and kv[0][0].shape[-2] == 39 and not kv[0][0].requires_grad
+    assert_same(logps_and_grads(trainer, ids, mask, keep), plain)
+    assert (passes.computed, passes.taken) == (1, 1)
+    assert trainer.prompt_sharing["prompts_from_rollouts"] == 1
+    assert_same(logps_and_grads(trainer, ids, mask, keep), plain)  # given once
+    assert passes.taken == 1
+    passes.compute(prompt)
+    trainer.state.global_step += 1  # an optimizer step since: not taken
+    assert_same(logps_and_grads(trainer, ids, mask, keep), plain)
+    passes.compute(prompt)
+    passes.drop(prompt)  # a group set aside
+    with torch.no_grad():  # a pass without gradients (old log-probabilities) never takes it
+        passes.compute(prompt)
+        trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, keep)
+    passes.clear()
+    assert_same(logps_and_grads(trainer, ids, mask, keep), plain)
+    assert passes.taken == 1
+    trainer.shared_prompt = False  # TRL's pass: the rollouts read the prompt themselves
+    assert passes.compute(prompt) is None

@@ -372,6 +372,24 @@ class Decoder:
         self.cache.copy_slot(source.slot, target.slot, length - off, start=target.length - off)
         target.length = length
 
+    def load(self, sid: int, keys_values: list[tuple[Any, Any]]) -> None:
+        """Give the empty sequence ``sid`` the keys and values of its first tokens, computed
+        elsewhere: per layer ``(keys, values)`` shaped ``(1, kv_heads, length, head_dim)``, as a
+        transformers ``DynamicCache`` holds them (keys after the rotary embedding) for
+        positions ``0..length-1``. Feeding ``sid`` then goes on from position ``length``."""
+        seq = self.seqs[sid]
+        cache = self.cache
+        if seq.length or seq.offset:
+            raise ValueError("load keys and values into an empty sequence only")
+        if len(keys_values) != cache.layers:
+            raise ValueError(f"{len(keys_values)} layers of keys and values for {cache.layers}")
+        length = int(keys_values[0][0].shape[-2])
+        cache.reserve(len(self._by_slot), length + 1)
+        for layer, (keys, values) in enumerate(keys_values):
+            cache.keys[layer][seq.slot, :, :length] = keys[0].to(cache.dtype)
+            cache.values[layer][seq.slot, :, :length] = values[0].to(cache.dtype)
+        seq.length = length
+
     def close(self, sid: int) -> None:
         """Free a sequence's slot (the last slot moves into it)."""
         seq = self.seqs.pop(sid)

@@ -36,7 +36,7 @@ import math
 import random
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -223,6 +223,11 @@ class Rollout:
 # (``draft_tokens`` 0); False: every row decodes itself.
 MERGE_AGREEING_ROWS = True
 
+# Inside the trainer, a group's rollouts start with its training pass's prompt forward
+# (PromptPasses) and decode on from its keys and values instead of reading the prompt:
+# the step computes the prompt once, not twice. False: the rollouts read it themselves.
+PROMPT_PASS_IN_ROLLOUTS = True
+
 
 @dataclass
 class _Row:
@@ -270,6 +275,9 @@ class EpisodeRoller:
         self.drafts = [0, 0]  # of the last play_group: drafted tokens, and how many were kept
         self.copied_reads = 0  # of the last play_group: replies whose keys and values were copied
         self._sampling_copy: Any = None  # the bfloat16 copy, refreshed for each group
+        # Inside a trainer: the training pass's prompt forward, run before the group is played
+        # (PromptPasses.compute); its keys and values spare the group reading its prompt.
+        self.prompt_pass: Callable[[list[int]], list[tuple[Any, Any]] | None] | None = None
 
     def budgets(self, instance: Instance) -> Budgets:
         own = get_task(instance.task).interaction.budgets
@@ -299,6 +307,7 @@ class EpisodeRoller:
             )
         tok = self.tokenizer
         prompt_ids = encode(tok, render(tok, rows[0].chat, generation_prompt=True))
+        known = self.prompt_pass(prompt_ids) if self.prompt_pass is not None else None
         was_training = self.model.training
         self.model.eval()
         try:
@@ -308,7 +317,11 @@ class EpisodeRoller:
                 )
                 decoder = Decoder(self._sampling_copy, n)
                 root = decoder.open()
-                first = decoder.step({root: prompt_ids})[root]
+                if known is not None and known[0][0].dtype == decoder.cache.dtype:
+                    decoder.load(root, known)  # all but the last prompt token
+                    first = decoder.step({root: prompt_ids[-1:]})[root]
+                else:
+                    first = decoder.step({root: prompt_ids})[root]
                 drafter = NgramDrafter() if self.opts.draft_tokens > 0 else None
                 if drafter is not None:
                     drafter.extend(prompt_ids)
@@ -726,6 +739,12 @@ def make_rollout_func(
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         step = int(getattr(getattr(trainer, "state", None), "global_step", calls["n"]))
         calls["n"] += 1
+        passes: PromptPasses | None = getattr(trainer, "prompt_passes", None)  # TRL's: none
+        if passes is not None:
+            passes.clear()  # a batch generated before this one has had its passes
+        roller.prompt_pass = (
+            passes.compute if passes is not None and PROMPT_PASS_IN_ROLLOUTS else None
+        )
         t0 = time.perf_counter()
         out: dict[str, list[Any]] = {
             k: []
@@ -758,6 +777,8 @@ def make_rollout_func(
             played: list[Rollout] = []
             for attempt in range(roller.opts.resample_flat + 1):
                 if played:  # flat (all solved or none): set aside for a fresh instance
+                    if passes is not None:
+                        passes.drop(played[0].prompt_ids)
                     outcome = "solved" if played[0].success else "unsolved"
                     _record(run_dir, played, instance, f"grpo:flat:step{step}", i)
                     flat.append(f"{instance.task} seed {instance.seed} all {outcome}")
@@ -844,6 +865,7 @@ def shared_prompt_logps(
     fp32_head: bool = False,
     share_prefixes: bool = True,
     prompt_cache: PrefixCache | None = None,
+    prompt_pass: Callable[[Any], list[tuple[Any, Any]] | None] | None = None,
 ) -> tuple[Any, Any] | None:
     """Per-token log-probabilities (and entropies) of the completions, each prompt computed once.
 
@@ -887,7 +909,9 @@ def shared_prompt_logps(
     ``prompt_cache`` (without gradients, for a model whose weights do not change: the
     reference model) gives the prompts' keys and values, computing only what it does not
     hold (:class:`~agentharness.train.prefix_cache.PrefixCache`); a left-padded prompt is
-    computed as before.
+    computed as before. ``prompt_pass`` (with gradients) gives, for a prompt's tokens but the
+    last, the keys and values a forward pass with gradients already computed, attached to its
+    graph (:class:`PromptPasses`: the rollouts ran it before playing the group), or None.
 
     The LM head is this function's own (:func:`_scored_positions`) wherever the model's
     logits are plain ``lm_head(hidden) / temperature`` (``temperature`` and ``fp32_head``
@@ -946,11 +970,14 @@ def shared_prompt_logps(
             # Every common prefix of the completions (a tree of them) is computed once.
             backbone, head = parts
             budget.charge(p - 1, 0, p - 1)  # the prompt's are always kept
-            if (
-                prompt_cache is not None
-                and not torch.is_grad_enabled()
-                and bool(prompt_masks[lead, :-1].all())
-            ):
+            unpadded = bool(prompt_masks[lead, :-1].all())
+            kv: list[tuple[Any, Any]] | None = None
+            if prompt_pass is not None and torch.is_grad_enabled() and unpadded:
+                kv = prompt_pass(prompts[lead, :-1])
+            if kv is not None:
+                if stats is not None:
+                    stats["prompts_from_rollouts"] = stats.get("prompts_from_rollouts", 0) + 1
+            elif prompt_cache is not None and not torch.is_grad_enabled() and unpadded:
                 kv = prompt_cache.keys_values(backbone, prompts[lead, :-1])
             else:
                 cache = backbone(
@@ -1368,6 +1395,69 @@ _MULTIMODAL_ARGS = (
 )
 
 
+class PromptPasses:
+    """The training pass's prompt forwards, run when the rollouts start instead of after them.
+
+    A GRPO group's rollouts read its prompt (well over a thousand tokens) with the policy,
+    and its training pass reads it again, with gradients, with the same weights (the step's
+    update comes after both). :meth:`compute` runs the training pass's forward of a prompt
+    (all but its last token, as :func:`shared_prompt_logps` does) when the group starts, keeps
+    it with its graph, and gives the rollouts its keys and values (detached) to decode on
+    from, so the rollouts read only the last prompt token; :meth:`take` hands it to the
+    training pass, once, while the weights are those it was computed with (the same
+    optimizer step). A group set aside (``resample_flat``) is :meth:`drop`-ped; every pass
+    not taken is freed when the next batch's rollouts :meth:`clear` them.
+    """
+
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer
+        self._passes: dict[tuple[int, ...], tuple[int, list[tuple[Any, Any]]]] = {}
+        self.computed = 0  # prompt forwards run for the rollouts
+        self.taken = 0  # of those, used by a training pass
+
+    def compute(self, prompt_ids: list[int]) -> list[tuple[Any, Any]] | None:
+        """Each layer's detached ``(keys, values)`` of ``prompt_ids[:-1]`` (None where the
+        model's pass cannot give them: the rollouts then read the prompt themselves)."""
+        import torch
+
+        trainer = self.trainer
+        parts = _head_parts(trainer.model)
+        if (
+            parts is None
+            or len(prompt_ids) < 2
+            or not trainer.model.training
+            or not trainer._can_share(trainer.model, {})
+        ):
+            return None
+        device = next(trainer.model.parameters()).device
+        ids = torch.tensor([prompt_ids[:-1]], device=device)
+        with torch.enable_grad(), trainer.accelerator.autocast():
+            cache = parts[0](
+                input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=True
+            ).past_key_values
+        kv = plain_cache_tensors(cache, len(prompt_ids) - 1)
+        if kv is None:
+            return None
+        self._passes[tuple(prompt_ids[:-1])] = (trainer.state.global_step, kv)
+        self.computed += 1
+        return [(k.detach(), v.detach()) for k, v in kv]
+
+    def take(self, ids: Any) -> list[tuple[Any, Any]] | None:
+        """The kept pass of the prompt ``ids`` (all but its last token), attached to its
+        graph, if computed at this optimizer step; each pass is given once."""
+        entry = self._passes.pop(tuple(int(x) for x in ids.tolist()), None)
+        if entry is None or entry[0] != self.trainer.state.global_step:
+            return None
+        self.taken += 1
+        return entry[1]
+
+    def drop(self, prompt_ids: list[int]) -> None:
+        self._passes.pop(tuple(prompt_ids[:-1]), None)
+
+    def clear(self) -> None:
+        self._passes.clear()
+
+
 @functools.cache
 def shared_prompt_trainer_class() -> type:
     """TRL's ``GRPOTrainer`` with a training pass that computes a group's shared prompt once.
@@ -1409,6 +1499,9 @@ def shared_prompt_trainer_class() -> type:
                 and not getattr(self.args, "sync_ref_model", False)
                 else None
             )
+            # The training pass's prompt forwards the rollouts ran (their keys and values
+            # also spare the group's decoder reading the prompt).
+            self.prompt_passes = PromptPasses(self)
             # The last generated batch's tool masks (1: a token the model sampled), which say
             # where a pass without gradients (reference, old log-probabilities) is read.
             self._generated_tool_masks: list[list[int]] | None = None
@@ -1540,6 +1633,7 @@ def shared_prompt_trainer_class() -> type:
                         temperature=self.temperature,
                         fp32_head=bool(getattr(self.args, "cast_lm_head_to_fp32", False)),
                         prompt_cache=self.reference_cache if frozen else None,
+                        prompt_pass=self.prompt_passes.take if model is self.model else None,
                     )
                 if shared is not None:
                     self.prompt_sharing["shared_calls"] += 1
