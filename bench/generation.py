@@ -11,8 +11,10 @@ alternating the sides so load drifts hit all alike:
 - ``bf16``: the same with a bfloat16 copy of the model; the log-probabilities it records
   are compared with a float32 forward pass over the same tokens (mean and max |difference|);
 - ``merged`` and ``unmerged``: ``fp32`` without drafts, episodes that have written the same
-  tokens decoded as one row (``grpo.MERGE_AGREEING_ROWS``) or each decoding itself; the
-  ``merged`` side's log-probabilities are compared with a float32 forward pass too.
+  tokens decoded as one row (``grpo.MERGE_AGREEING_ROWS``, as ``fp32`` and ``bf16`` do) or
+  each decoding itself; ``merged+drafts`` and ``unmerged+drafts`` the same with 3 drafts
+  (``fp32`` is ``merged+drafts``); the merged sides' log-probabilities are compared with a
+  float32 forward pass too.
 
 Eval side (``--eval N``): N instances (``--eval-k`` samples each, at
 ``--eval-temperature``, greedy by default) played by the ``local`` agent through the run
@@ -124,9 +126,9 @@ def grpo_side(args: argparse.Namespace, net: Any, tok: Any) -> None:
                     max_new_tokens=args.tokens,
                     max_completion_length=4096,
                     rollout_dtype="bfloat16" if side == "bf16" else "float32",
-                    draft_tokens=0 if side in ("merged", "unmerged") else 3,
+                    draft_tokens=3 if side in ("fp32", "bf16") or side.endswith("+drafts") else 0,
                 )
-                grpo.MERGE_AGREEING_ROWS = side != "unmerged"
+                grpo.MERGE_AGREEING_ROWS = not side.startswith("unmerged")
                 roller = EpisodeRoller(net, tok, opts)
                 rollouts = roller.play_group(instance, args.group, seed=r)
                 grpo.MERGE_AGREEING_ROWS = MERGE_DEFAULT
@@ -141,7 +143,7 @@ def grpo_side(args: argparse.Namespace, net: Any, tok: Any) -> None:
                 f"{sampled / wall:6.1f} tok/s",
                 flush=True,
             )
-            if side in ("bf16", "merged"):
+            if side in ("bf16", "merged", "merged+drafts"):
                 gaps.append(logprob_gap(net, rollouts))
                 print(
                     f"  {side} vs fp32 log-prob |diff|: mean {gaps[-1][0]:.4f}, max {gaps[-1][1]:.4f}"

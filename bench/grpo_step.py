@@ -11,7 +11,7 @@ training), the run's ``prompt_sharing`` counts and its peak resident memory. ``-
 lists ``task[:draft_tokens[:difficulty[:modes]]]`` entries, so a setting can be compared on
 the same task in the same script and each task can play its own difficulty; ``modes`` joins
 with ``+``: ``unmerged`` turns ``grpo.MERGE_AGREEING_ROWS`` off (every episode of a group
-decodes itself; merging applies without drafts only), ``uncached`` keeps none of the
+decodes itself), ``uncached`` keeps none of the
 reference model's prompts (``--reference-cache-gb 0``), ``readprompt`` turns
 ``grpo.PROMPT_PASS_IN_ROLLOUTS`` off (the rollouts read the prompt themselves instead of
 decoding on from the training pass's prompt forward). ``--beta`` adds the KL

@@ -219,8 +219,8 @@ def grpo_command(
             min=0,
             help="rollouts: tokens each episode drafts from its own conversation for the "
             "model to verify in one pass (speculative sampling: the same distribution, fewer "
-            "passes); 0: one token a pass, and a group's episodes decode as one row while "
-            "they agree",
+            "passes); 0: one token a pass. Either way a group's episodes decode as one row "
+            "while they agree",
         ),
     ] = 0,
     rollout_dtype: Annotated[

@@ -219,8 +219,9 @@ class Rollout:
 # with its own generator; a follower that draws another token first copies the keys and
 # values its cache lacks from the row it followed, then decodes on its own. An SFT model's
 # samples agree for most of an episode (v39's first GRPO groups: 1.0-1.7 distinct rows of
-# 8 at a decoding position), and a pass over fewer rows costs less. Without drafts only
-# (``draft_tokens`` 0); False: every row decodes itself.
+# 8 at a decoding position), and a pass over fewer rows costs less. With drafts each
+# follower verifies the row's draft with its own generator and leaves where its verdict
+# differs. False: every row decodes itself.
 MERGE_AGREEING_ROWS = True
 
 # Inside the trainer, a group's rollouts start with its training pass's prompt forward
@@ -352,7 +353,7 @@ class EpisodeRoller:
         turn_over: list[_Row] = []  # rows whose turn ended while their drafts were verified
         # follower seq -> the seq it follows (MERGE_AGREEING_ROWS); a follower's own cache
         # stops where it began following, the rest of its conversation is in the other's
-        merge = MERGE_AGREEING_ROWS and self.opts.draft_tokens <= 0
+        merge = MERGE_AGREEING_ROWS
         following = {row.seq: rows[0].seq for row in rows[1:]} if merge else {}
         active = [row for row in rows if self._start_turn(row, decoder)]
         while active:
@@ -393,27 +394,37 @@ class EpisodeRoller:
                     if not draft:
                         logits[seq] = seen[0]
                         continue
-                    row = by_seq[seq]
                     start = decoder.length(seq) - len(draft)  # the drawn token's position + 1
-                    verdict = accept_drafts(
-                        seen, draft, self.opts.temperature, self.opts.top_p, row.generator
-                    )
-                    self.drafts[0] += len(draft)
-                    self.drafts[1] += verdict.read
-                    for i, (token, logprob) in enumerate(
-                        zip(verdict.tokens, verdict.logprobs, strict=True)
-                    ):
-                        self._take(row, token, logprob)
-                        if token in self.eos_ids or len(row.turn) >= row.room:
-                            decoder.crop(seq, start + i)  # a turn's last token is not read
-                            turn_over.append(row)
-                            break
-                    else:
-                        decoder.crop(seq, start + verdict.read)
-                        if verdict.next_logits is not None:
-                            logits[seq] = verdict.next_logits
+                    # The row's followers verify its draft too, each with its own generator.
+                    group = [seq, *(f for f, led in following.items() if led == seq)]
+                    verdicts = {
+                        s: accept_drafts(
+                            seen, draft, self.opts.temperature, self.opts.top_p,
+                            by_seq[s].generator,
+                        )
+                        for s in group
+                    }  # fmt: skip
+                    self._part_verdicts(seq, verdicts, following, decoder)
+                    for s, verdict in verdicts.items():
+                        self.drafts[0] += len(draft)
+                        self.drafts[1] += verdict.read
+                        own = s not in following  # a follower's cache stops before these
+                        for i, (token, logprob) in enumerate(
+                            zip(verdict.tokens, verdict.logprobs, strict=True)
+                        ):
+                            self._take(by_seq[s], token, logprob)
+                            if token in self.eos_ids or len(by_seq[s].turn) >= by_seq[s].room:
+                                if own:
+                                    decoder.crop(s, start + i)  # a turn's last token is not read
+                                turn_over.append(by_seq[s])
+                                break
                         else:
-                            carried[seq] = verdict.tokens[-1]
+                            if own:
+                                decoder.crop(s, start + verdict.read)
+                            if verdict.next_logits is not None:
+                                logits[s] = verdict.next_logits
+                            else:
+                                carried[s] = verdict.tokens[-1]
             elif feeds:
                 logits.update(decoder.step(feeds))
             if replies:
@@ -443,6 +454,29 @@ class EpisodeRoller:
             decoder.copy(followed, seq, decoder.length(followed))
             if draw is not None:
                 leaving[(followed, draw)] = seq
+
+    @staticmethod
+    def _part_verdicts(
+        seq: int, verdicts: dict[int, Any], following: dict[int, int], decoder: Any
+    ) -> None:
+        """Settle ``seq``'s followers after each verified its draft: one whose verdict is
+        ``seq``'s follows on; the others leave, the first of each other verdict copying
+        every position ``seq`` has just read (it crops them to its own verdict) and the rest
+        with that verdict following it."""
+
+        def kept(s: int) -> tuple[tuple[int, ...], int]:
+            return tuple(verdicts[s].tokens), verdicts[s].read
+
+        leaders = {kept(seq): seq}
+        for s in verdicts:
+            if s == seq or kept(s) == kept(seq):
+                continue
+            del following[s]
+            if kept(s) in leaders:
+                following[s] = leaders[kept(s)]
+            else:
+                leaders[kept(s)] = s
+                decoder.copy(seq, s, decoder.length(seq))
 
     @staticmethod
     def _follow_alike(read: list[_Row], following: dict[int, int]) -> None:
