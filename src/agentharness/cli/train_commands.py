@@ -222,7 +222,7 @@ def grpo_command(
             "passes); 0: one token a pass. Either way a group's episodes decode as one row "
             "while they agree",
         ),
-    ] = 0,
+    ] = 3,
     rollout_dtype: Annotated[
         str,
         typer.Option(

@@ -85,11 +85,11 @@ class GRPOOptions(RunOptions):
     temperature: float = 1.0
     top_p: float = 1.0
     # Tokens a row drafts from its own conversation for the model to verify in the pass that
-    # reads its drawn token (speculative sampling, exact; 0: one token a pass, and episodes
-    # that agree decode as one row, MERGE_AGREEING_ROWS). On the AVX2-only VM a harmony step
-    # at the stage's settings took 70-73 s with 0 against 87-90 s with 3 (bench/RESULTS.md);
-    # on the Intel AMX VM 3 drafts had beaten 0 by 1.23x before rows were merged.
-    draft_tokens: int = 0
+    # reads its drawn token (speculative sampling, exact; 0: one token a pass). Episodes that
+    # agree decode as one row either way (MERGE_AGREEING_ROWS), so a pass verifies drafts for
+    # one or two rows, which costs little more than reading one token: on the AVX2-only VM a
+    # harmony group took 29.3 s with 3 against 36.9 s with 0 (bench/RESULTS.md, session 41).
+    draft_tokens: int = 3
     # "bfloat16": sample with a bfloat16 copy of the model; "auto": that where this machine
     # has fast bfloat16 matrix products (train.model.resolve_dtype)
     rollout_dtype: str = "float32"
