@@ -105,7 +105,8 @@ class GRPOOptions(RunOptions):
     # The KL term's reference model never changes, so its keys and values of the prompts it
     # has read are kept (within this many GB; 0: none) and a prompt that starts like one of
     # them computes only the rest: a curriculum's instances recur, and a task's instances
-    # share their system prompt and tools (bench/RESULTS.md, "The reference model's prompts").
+    # share their system prompt and tools (bench/RESULTS.md, "The prompt computed once a
+    # step": a harmony step 69.5 s against 75.1-76.2 s).
     reference_cache_gb: float = 2.0
     # Skip the training pass of a group whose advantages are all zero (every reward equal):
     # with beta 0 its gradient is exactly zero, so the optimizer step is the same without it.
