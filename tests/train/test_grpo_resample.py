@@ -170,3 +170,37 @@ def test_a_checkpoint_without_streams_starts_them_again_and_a_broken_file_is_ref
     (tmp_path / RolloutStreams.FILE).write_text('{"cursor": [1]}')
     with pytest.raises(TrainInputError, match="delete it to resume"):
         RolloutStreams.load(tmp_path)
+
+
+class RecordingPasses:
+    """Stands in for ``PromptPasses``: what the rollout function asks of it."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+
+    def compute(self, prompt_ids: list[int]) -> None:
+        self.calls.append(("compute", prompt_ids))
+
+    def drop(self, prompt_ids: list[int]) -> None:
+        self.calls.append(("drop", prompt_ids))
+
+    def clear(self) -> None:
+        self.calls.append(("clear", None))
+
+
+def test_the_prompt_passes_of_set_aside_groups_are_dropped() -> None:
+    """A batch's rollouts first free the prompt forwards no training pass took, hand the
+    roller the trainer's ``compute``, and drop the forward of each group set aside."""
+    first = 200_000
+    outcomes = {7: [True] * GROUP, first: [False] * GROUP, first + 1: MIXED}
+    instance = get_task("guess").instance(7, "easy")
+    (row,) = rl_rows([instance])
+    roller = ScriptedRoller(GRPOOptions(resample_flat=2), outcomes)
+    trainer = Trainer()
+    passes = RecordingPasses()
+    trainer.prompt_passes = passes  # type: ignore[attr-defined]
+    func = make_rollout_func(roller, {prompt_key(row["prompt"]): [instance]})  # type: ignore[arg-type]
+    out = func([row["prompt"]] * GROUP, trainer)
+    assert out["env_success"] == MIXED
+    assert roller.prompt_pass == passes.compute  # type: ignore[attr-defined]
+    assert passes.calls == [("clear", None), ("drop", [7]), ("drop", [first % 1000])]
