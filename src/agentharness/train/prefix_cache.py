@@ -4,7 +4,7 @@ GRPO's KL term runs the reference model (the policy GRPO started from, never upd
 every group's prompt and completions. Its keys and values of a prompt are the same every time
 it reads that prompt: a curriculum plays each of its instances several times (v39: 13
 instances over 48 steps), and every instance of a task starts with the same system prompt and
-tool list (~630 of harmony-v5's ~1,400-1,800 prompt tokens). :class:`PrefixCache` keeps what
+tool list (~700 of harmony-v5's ~1,400 prompt tokens at easy). :class:`PrefixCache` keeps what
 the model computed for the prompts it read and computes, for a new prompt, only the part after
 the longest start it shares with one of them. Only for a model that does not change: the
 cache does not know when weights move.
