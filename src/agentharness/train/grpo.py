@@ -407,17 +407,18 @@ class EpisodeRoller:
                     }  # fmt: skip
                     self._part_verdicts(seq, verdicts, following, decoder)
                     for s, verdict in verdicts.items():
+                        row = by_seq[s]
                         self.drafts[0] += len(draft)
                         self.drafts[1] += verdict.read
                         own = s not in following  # a follower's cache stops before these
                         for i, (token, logprob) in enumerate(
                             zip(verdict.tokens, verdict.logprobs, strict=True)
                         ):
-                            self._take(by_seq[s], token, logprob)
-                            if token in self.eos_ids or len(by_seq[s].turn) >= by_seq[s].room:
+                            self._take(row, token, logprob)
+                            if token in self.eos_ids or len(row.turn) >= row.room:
                                 if own:
                                     decoder.crop(s, start + i)  # a turn's last token is not read
-                                turn_over.append(by_seq[s])
+                                turn_over.append(row)
                                 break
                         else:
                             if own:
@@ -1864,19 +1865,15 @@ def train_grpo(
             "seconds": round(time.time() - started, 1),
             "peak_resident_gb": peak_resident_gb(),
             "prompt_sharing": dict(trainer.prompt_sharing),
-            "reference_prompt_tokens": reference_prompt_tokens(trainer.reference_cache),
+            # what the reference model's prompt cache reused and computed (None: no cache)
+            "reference_prompt_tokens": None
+            if (cache := trainer.reference_cache) is None
+            else {"reused": cache.reused_tokens, "computed": cache.computed_tokens},
             "final": str(final),
             "rollouts": str(log_dir),
         },
     )
     return final
-
-
-def reference_prompt_tokens(cache: PrefixCache | None) -> dict[str, int] | None:
-    """What the reference model's prompt cache reused and computed (None: no cache)."""
-    if cache is None:
-        return None
-    return {"reused": cache.reused_tokens, "computed": cache.computed_tokens}
 
 
 def _training_rows(

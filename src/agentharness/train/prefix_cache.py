@@ -12,7 +12,6 @@ cache does not know when weights move.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 # A shared start shorter than this is computed again: reusing it saves less than slicing costs.
@@ -62,8 +61,8 @@ class PrefixCache:
         if not limit_bytes > 0:
             raise ValueError(f"limit_bytes is {limit_bytes}; give a positive size")
         self.limit_bytes = limit_bytes
-        self._entries: OrderedDict[int, tuple[Any, list[tuple[Any, Any]]]] = OrderedDict()
-        self._next_key = 0
+        # (prompt ids, keys and values) per prompt, least recently used first
+        self._entries: list[tuple[Any, list[tuple[Any, Any]]]] = []
         self.reused_tokens = 0
         self.computed_tokens = 0
 
@@ -72,7 +71,7 @@ class PrefixCache:
 
     @property
     def held_bytes(self) -> int:
-        return sum(_bytes(kv) for _, kv in self._entries.values())
+        return sum(_bytes(kv) for _, kv in self._entries)
 
     def keys_values(self, backbone: Any, ids: Any) -> list[tuple[Any, Any]] | None:
         """Each layer's ``(keys, values)``, shaped ``(1, heads, len(ids), dim)``, of the 1-D
@@ -86,14 +85,15 @@ class PrefixCache:
             raise RuntimeError("PrefixCache.keys_values runs without gradients (torch.no_grad())")
         ids = ids.reshape(-1)
         length = ids.numel()
-        best, shared = None, 0
-        for key, (seen, _) in self._entries.items():
+        best, shared = -1, 0
+        for i, (seen, _) in enumerate(self._entries):
             common = _common_length(seen, ids)
             if common > shared:
-                best, shared = key, common
-        if best is not None and shared >= MIN_REUSED_TOKENS:
-            self._entries.move_to_end(best)
-            seen_kv = self._entries[best][1]
+                best, shared = i, common
+        if shared >= MIN_REUSED_TOKENS:
+            entry = self._entries.pop(best)
+            self._entries.append(entry)  # the most recently used now
+            seen_kv = entry[1]
             if shared == length:  # this prompt, or a start of one read before
                 self.reused_tokens += length
                 return [(k[:, :, :length], v[:, :, :length]) for k, v in seen_kv]
@@ -113,10 +113,9 @@ class PrefixCache:
             return None
         self.reused_tokens += shared
         self.computed_tokens += length - shared
-        self._entries[self._next_key] = (ids.clone(), kv)
-        self._next_key += 1
+        self._entries.append((ids.clone(), kv))
         while len(self._entries) > 1 and self.held_bytes > self.limit_bytes:
-            self._entries.popitem(last=False)
+            self._entries.pop(0)
         if self.held_bytes > self.limit_bytes:
             self._entries.clear()  # one prompt larger than the limit: not kept
         return kv
