@@ -1,7 +1,9 @@
 """A one-turn toy task for the GRPO test: the reward grows with the letters the reply uses.
 
 Any reply scores in (0, 1), and sampled replies differ, so one GRPO group has reward
-variance (a learning signal) even for an untrained model.
+variance (a learning signal) even for an untrained model. Only a pangram solves it, which a
+short sampled reply about the topic practically never is (on any CPU's sampling), so the
+tests can count on a group with varied totals and no success.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def letters_reward(instance: Instance, world: World, trajectory: Trajectory) -> 
     letters = {c for c in (replies[0] if replies else "").lower() if c.isalpha()}
     return Reward.from_components(
         [RewardComponent(name="letters", value=len(letters) / 26, weight=1.0)],
-        success=len(letters) >= 20,
+        success=len(letters) == 26,
     )
 
 

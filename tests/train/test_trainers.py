@@ -218,6 +218,22 @@ def test_grpo_on_success_leaves_a_group_nobody_solves_untrained(
     assert changed_tensors(weights(smol_checkpoint), weights(final)) == 0
 
 
+def test_grpo_with_a_kl_term_trains_the_bundled_gguf_model(tmp_path: Path) -> None:
+    """beta > 0 on the bundled model (a .gguf file, no config.json in its directory): the
+    reference model is a copy of the initial policy (TRL would read a config.json)."""
+    from agentharness.train.grpo import train_grpo
+
+    out = tmp_path / "grpo"
+    train_grpo(
+        ["letters"], out, model=None, n_instances=1, num_generations=3, max_turns=1,
+        max_new_tokens=8, max_completion_length=32, learning_rate=1e-4, beta=0.04, seed=1,
+        max_steps=1, progress=False,
+    )  # fmt: skip
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert summary["steps"] == 1 and summary["options"]["beta"] == 0.04
+    assert (out / "final" / "config.json").is_file()
+
+
 def test_a_resumed_grpo_run_goes_on_with_the_instances_after_its_checkpoint(
     smol_checkpoint: Path, tmp_path: Path
 ) -> None:

@@ -573,6 +573,16 @@ from agentharness.cli import (  # noqa: E402, F401
 
 
 def main() -> None:
+    if sys.argv[1:3] == ["train", "grpo"]:
+        # Before anything is allocated: a GRPO process runs under mimalloc where installed
+        # (agentharness.train.allocator says why).
+        from agentharness.train import TrainInputError
+        from agentharness.train.allocator import restart_under_mimalloc
+
+        try:
+            restart_under_mimalloc()
+        except TrainInputError as e:
+            raise SystemExit(f"error: {e}") from None
     app()
 
 

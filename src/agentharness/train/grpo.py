@@ -47,6 +47,7 @@ from agentharness.core.registry import get_task, split_task_id, value_for_task
 from agentharness.core.task import Budgets
 from agentharness.store.instances import read_instances
 from agentharness.train import TrainInputError
+from agentharness.train.allocator import running_allocator
 from agentharness.train.chat import ChatTemplateError, encode, plain_chat, render
 from agentharness.train.model import (
     RunOptions,
@@ -1495,6 +1496,37 @@ class PromptPasses:
 
 
 @functools.cache
+@contextmanager
+def reference_copied_from(policy: Any) -> Iterator[None]:
+    """Have TRL's ``GRPOTrainer`` take its reference model (``beta`` > 0) as a copy of
+    ``policy``, the initial model, instead of loading it again from the policy's path.
+
+    TRL re-reads the model from ``config._name_or_path``, which fails for a GGUF model (the
+    bundled SmolLM2: its directory holds a .gguf file and no config.json) and reads the
+    weights from disk a second time for a checkpoint; a copy is the same model either way.
+    """
+    import copy
+
+    import trl.trainer.grpo_trainer as trl_grpo
+
+    if policy is None or isinstance(policy, str):
+        yield  # TRL loads a model named by its path itself
+        return
+    load = trl_grpo.create_model_from_path
+
+    def copy_policy(model_id: str, **kwargs: Any) -> Any:
+        reference = copy.deepcopy(policy)
+        if "dtype" in kwargs and kwargs["dtype"] not in (None, "auto"):
+            reference = reference.to(kwargs["dtype"])
+        return reference.eval()
+
+    trl_grpo.create_model_from_path = copy_policy
+    try:
+        yield
+    finally:
+        trl_grpo.create_model_from_path = load
+
+
 def shared_prompt_trainer_class() -> type:
     """TRL's ``GRPOTrainer`` with a training pass that computes a group's shared prompt once.
 
@@ -1523,7 +1555,8 @@ def shared_prompt_trainer_class() -> type:
             reference_cache_gb: float = 2.0,
             **kwargs: Any,
         ) -> None:
-            super().__init__(*args, **kwargs)
+            with reference_copied_from(kwargs.get("model")):
+                super().__init__(*args, **kwargs)
             self.shared_prompt = shared_prompt
             self.keep_activations_gb = keep_activations_gb
             self.skip_flat_groups = skip_flat_groups
@@ -1864,6 +1897,7 @@ def train_grpo(
             "max_steps": max_steps,
             "seconds": round(time.time() - started, 1),
             "peak_resident_gb": peak_resident_gb(),
+            "allocator": running_allocator(),
             "prompt_sharing": dict(trainer.prompt_sharing),
             # what the reference model's prompt cache reused and computed (None: no cache)
             "reference_prompt_tokens": None

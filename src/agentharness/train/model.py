@@ -23,6 +23,7 @@ from typing import Any
 from agentharness.agents.local import DEFAULT_MODEL, load_model
 from agentharness.store.run import atomic_write_text
 from agentharness.train import DTYPES, TrainInputError
+from agentharness.train.allocator import running_allocator
 
 # glibc's mallopt parameters (malloc.h).
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
@@ -38,11 +39,12 @@ def keep_freed_memory() -> bool:
     With mmap off and trimming off, freed blocks stay in the heap and the next step reuses
     them: SFT steps 1.55x and the GRPO training pass 1.18x faster, for a resident size
     that stays at the step's peak (bench/RESULTS.md). Called by :func:`load_trainable`, so it
-    applies to processes that train. Does nothing (returns False) off glibc, when
-    ``GLIBC_TUNABLES`` already sets a malloc tunable (the user's choice wins), or with
-    ``AGENTHARNESS_MALLOC=system``.
+    applies to processes that train. Does nothing (returns False) off glibc, under mimalloc
+    (:mod:`agentharness.train.allocator`: a GRPO process, whose mix of rollouts and training
+    fragments glibc's heap), when ``GLIBC_TUNABLES`` already sets a malloc tunable (the
+    user's choice wins), or with ``AGENTHARNESS_MALLOC=system``.
     """
-    if not sys.platform.startswith("linux") or os.environ.get("AGENTHARNESS_MALLOC") == "system":
+    if not sys.platform.startswith("linux") or running_allocator() != "glibc":
         return False
     if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
         return False

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentharness.train import TrainInputError
+from agentharness.train.allocator import running_allocator
 from agentharness.train.chat import plain_chat, read_jsonl, to_messages, tokenize_chat
 from agentharness.train.model import (
     RunOptions,
@@ -184,6 +185,7 @@ def train_sft(
             "max_steps": max_steps,
             "seconds": round(time.time() - started, 1),
             "peak_resident_gb": peak_resident_gb(),
+            "allocator": running_allocator(),
             "final": str(final),
         },
     )

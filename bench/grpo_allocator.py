@@ -1,0 +1,123 @@
+"""A GRPO stage under glibc's malloc against mimalloc: does the process slow and grow?
+
+Each run is a whole ``bootcamp train grpo`` process of ``--steps`` steps of one group of 8
+episodes on thermal-v6 medium (≤ 4 turns × 128 tokens, temperature 1, the KL term of the
+experiment's stage, every group trained), the same seed: ``glibc`` (``AGENTHARNESS_MALLOC=
+glibc``: glibc's malloc keeping freed memory, the default before session 43) then
+``mimalloc`` (the default since: the process restarts itself with mimalloc preloaded). The
+script reads each step's rollout seconds, drafted tokens, resident memory and TRL's
+``step_time`` from the log, and reports the early and late steps' medians: a heap that
+fragments shows as late steps slower than early ones, and a resident size that keeps
+growing. Rollout seconds are also given per 1,000 drafted tokens, since the two runs' groups
+need not write the same tokens.
+
+    python bench/grpo_allocator.py --steps 10 [--model DIR]
+
+Figures: bench/RESULTS.md, "The allocator of a GRPO process".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BOOTCAMP = str(Path(sys.executable).with_name("bootcamp"))
+MODES = ("glibc", "mimalloc")
+STEP = re.compile(
+    r"\[grpo\] step (\d+): .*?rollouts ([\d.]+) s, resident ([\d.]+) GB"
+    r"(?:, drafted tokens kept \d+/(\d+))?"
+)
+STEP_TIME = re.compile(r"'step_time': '([\d.]+)'")
+
+
+def run(mode: str, steps: int, model: str | None, out: Path) -> list[dict[str, float]]:
+    """One ``bootcamp train grpo`` process under ``mode``: a row of figures per step."""
+    env = {**os.environ, "AGENTHARNESS_MALLOC": mode}
+    cmd = [
+        BOOTCAMP, "train", "grpo", "--out", str(out), "--tasks", "thermal-v6",
+        "--difficulty", "medium", "--n-instances", str(steps), "--num-generations", "8",
+        "--max-turns", "4", "--max-new-tokens", "128", "--beta", "0.04",
+        "--train-flat-groups", "--lr", "3e-5", "--rollout-dtype", "auto",
+        "--max-steps", str(steps), "--no-progress",
+        *(["--model", model] if model else []),
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    log = proc.stdout + proc.stderr
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{log[-2000:]}")
+    summary = json.loads((out / "train_summary.json").read_text())
+    if summary.get("allocator") != mode:
+        raise SystemExit(f"asked for {mode}, the run says it ran under {summary.get('allocator')}")
+    rows = [
+        {
+            "rollouts": float(m[2]),
+            "resident": float(m[3]),
+            "drafted": float(m[4] or 0),
+        }
+        for m in STEP.findall(log)
+    ]
+    for row, step_time in zip(rows, STEP_TIME.findall(log), strict=False):
+        row["step"] = float(step_time)
+    return rows
+
+
+def report(mode: str, rows: list[dict[str, float]]) -> dict[str, float]:
+    third = max(1, len(rows) // 3)
+    early, late = rows[:third], rows[-third:]
+
+    def median(part: list[dict[str, float]], key: str) -> float:
+        return statistics.median(r[key] for r in part)
+
+    def per_k(part: list[dict[str, float]]) -> float:
+        return statistics.median(1000 * r["rollouts"] / max(1.0, r["drafted"]) for r in part)
+
+    figures = {
+        "step_early": median(early, "step"),
+        "step_late": median(late, "step"),
+        "rollouts_per_1k_early": per_k(early),
+        "rollouts_per_1k_late": per_k(late),
+        "resident_early": median(early, "resident"),
+        "resident_last": rows[-1]["resident"],
+        "step_median": median(rows, "step"),
+    }
+    print(
+        f"{mode:9s} step median {figures['step_median']:.1f} s "
+        f"(first {third}: {figures['step_early']:.1f}, last {third}: {figures['step_late']:.1f}); "
+        f"rollouts per 1k drafted tokens {figures['rollouts_per_1k_early']:.1f} -> "
+        f"{figures['rollouts_per_1k_late']:.1f} s; resident "
+        f"{figures['resident_early']:.1f} -> {figures['resident_last']:.1f} GB"
+    )
+    print("          steps: " + " ".join(f"{r['step']:.0f}" for r in rows))
+    print("          rollouts: " + " ".join(f"{r['rollouts']:.0f}" for r in rows))
+    print("          resident: " + " ".join(f"{r['resident']:.1f}" for r in rows))
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--model", help="checkpoint directory (default: the bundled SmolLM2)")
+    args = parser.parse_args()
+    figures = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode in MODES:
+            rows = run(mode, args.steps, args.model, Path(tmp) / mode)
+            figures[mode] = report(mode, rows)
+    glibc, mimalloc = figures["glibc"], figures["mimalloc"]
+    print(
+        f"glibc / mimalloc: step median {glibc['step_median'] / mimalloc['step_median']:.2f}x, "
+        f"late steps {glibc['step_late'] / mimalloc['step_late']:.2f}x, late rollouts per "
+        f"token {glibc['rollouts_per_1k_late'] / mimalloc['rollouts_per_1k_late']:.2f}x, "
+        f"last resident {glibc['resident_last'] / mimalloc['resident_last']:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The memory allocator a GRPO training process runs under.
+
+A GRPO process alternates rollouts (token-by-token decoding: many small and growing
+buffers) with training passes (activations of tens to hundreds of MB, kept or freed by the
+activation budget), in one heap for hours. glibc's malloc fragments under that mix: after
+one step its heap held ~19,000 free chunks, after eight ~50,000, and because glibc searches
+its free lists chunk by chunk, every allocation slows with them. A fixed forward pass of
+SmolLM2 slowed 2.4x in eight thermal steps, the rollouts 1.7x, and the resident memory grew
+by about 0.5 GB a step (bench/RESULTS.md, "The allocator of a GRPO process"). mimalloc
+(size-segregated pages, freed memory returned a page at a time) keeps both flat.
+
+mimalloc has to be loaded before the process starts (``LD_PRELOAD``), so ``bootcamp train
+grpo`` starts itself once more under it (:func:`restart_under_mimalloc`) when the 'train'
+extra installed it (the ``cmeel-mimalloc`` wheel, Linux x86-64). ``AGENTHARNESS_MALLOC``
+chooses: ``mimalloc`` (the default), ``glibc`` (glibc, keeping freed memory for reuse:
+:func:`~agentharness.train.model.keep_freed_memory`) or ``system`` (nothing changed). From
+Python, start the process with ``LD_PRELOAD`` set to :func:`mimalloc_library`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from agentharness.train import TrainInputError
+
+ALLOCATOR_VARIABLE = "AGENTHARNESS_MALLOC"
+ALLOCATORS = ("mimalloc", "glibc", "system")
+# Set in the restarted process: a process restarts at most once, whatever LD_PRELOAD became.
+_RESTARTED = "AGENTHARNESS_MALLOC_RESTARTED"
+
+
+def chosen_allocator(environ: Mapping[str, str] = os.environ) -> str:
+    """The allocator ``AGENTHARNESS_MALLOC`` asks for (``mimalloc`` when unset)."""
+    name = environ.get(ALLOCATOR_VARIABLE, "").strip() or "mimalloc"
+    if name not in ALLOCATORS:
+        raise TrainInputError(
+            f"{ALLOCATOR_VARIABLE}={name!r}: choose one of {', '.join(ALLOCATORS)} "
+            "(or leave it unset for mimalloc)"
+        )
+    return name
+
+
+def mimalloc_library() -> Path | None:
+    """The mimalloc shared library the 'train' extra installs (``cmeel-mimalloc``), or None."""
+    try:
+        files = importlib.metadata.files("cmeel-mimalloc") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        if file.name == "libmimalloc.so":
+            path = Path(str(file.locate())).resolve()
+            return path if path.is_file() else None
+    return None
+
+
+def mimalloc_loaded(maps: Path = Path("/proc/self/maps")) -> bool:
+    """Is mimalloc mapped into this process (preloaded)?"""
+    try:
+        return "libmimalloc" in maps.read_text()
+    except OSError:
+        return False
+
+
+def running_allocator() -> str:
+    """The allocator this process runs under: ``mimalloc``, or the system's (``glibc`` or
+    ``system``, as ``AGENTHARNESS_MALLOC`` chose; recorded in a run's summary)."""
+    if mimalloc_loaded():
+        return "mimalloc"
+    return "system" if os.environ.get(ALLOCATOR_VARIABLE, "").strip() == "system" else "glibc"
+
+
+def mimalloc_environment(
+    environ: Mapping[str, str], library: Path | None, platform: str = sys.platform
+) -> dict[str, str] | None:
+    """The environment to start this process again under mimalloc (``library``), or None
+    to go on as it is: another allocator chosen, not Linux, no library, mimalloc already
+    preloaded, or this process already the restarted one."""
+    if chosen_allocator(environ) != "mimalloc" or not platform.startswith("linux"):
+        return None
+    preload = environ.get("LD_PRELOAD", "")
+    if library is None or environ.get(_RESTARTED) or "libmimalloc" in preload:
+        return None
+    return {
+        **environ,
+        "LD_PRELOAD": f"{library} {preload}".strip(),
+        _RESTARTED: "1",
+    }
+
+
+def restart_under_mimalloc() -> None:
+    """Start this process again, same interpreter and arguments, with mimalloc preloaded
+    (:func:`mimalloc_environment`); return (changing nothing) where it does not apply."""
+    environment = mimalloc_environment(os.environ, mimalloc_library())
+    if environment is None:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execve(sys.executable, sys.orig_argv, environment)
+    except OSError as e:  # go on under the system's allocator
+        print(f"[train] could not restart under mimalloc ({e}); using glibc", file=sys.stderr)
