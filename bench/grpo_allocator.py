@@ -50,6 +50,7 @@ def run(mode: str, steps: int, model: str | None, out: Path) -> list[dict[str, f
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     log = proc.stdout + proc.stderr
+    (out.parent / f"{mode}.log").write_text(log)
     if proc.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{log[-2000:]}")
     summary = json.loads((out / "train_summary.json").read_text())
@@ -57,9 +58,9 @@ def run(mode: str, steps: int, model: str | None, out: Path) -> list[dict[str, f
         raise SystemExit(f"asked for {mode}, the run says it ran under {summary.get('allocator')}")
     rows = [
         {
-            "rollouts": float(m[2]),
-            "resident": float(m[3]),
-            "drafted": float(m[4] or 0),
+            "rollouts": float(m[1]),
+            "resident": float(m[2]),
+            "drafted": float(m[3] or 0),
         }
         for m in STEP.findall(log)
     ]
@@ -104,11 +105,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--model", help="checkpoint directory (default: the bundled SmolLM2)")
+    parser.add_argument("--logs", type=Path, help="keep each run's log here (MODE.log)")
     args = parser.parse_args()
     figures = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mode in MODES:
-            rows = run(mode, args.steps, args.model, Path(tmp) / mode)
+            out = Path(tmp) / mode
+            rows = run(mode, args.steps, args.model, out)
+            if args.logs:
+                args.logs.mkdir(parents=True, exist_ok=True)
+                (args.logs / f"{mode}.log").write_text((out.parent / f"{mode}.log").read_text())
             figures[mode] = report(mode, rows)
     glibc, mimalloc = figures["glibc"], figures["mimalloc"]
     print(

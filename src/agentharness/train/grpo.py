@@ -1514,7 +1514,7 @@ def reference_copied_from(policy: Any) -> Iterator[None]:
         return
     load = trl_grpo.create_model_from_path
 
-    def copy_policy(model_id: str, **kwargs: Any) -> Any:
+    def copy_policy(model_id: str, architecture: Any = None, **kwargs: Any) -> Any:
         reference = copy.deepcopy(policy)
         if "dtype" in kwargs and kwargs["dtype"] not in (None, "auto"):
             reference = reference.to(kwargs["dtype"])
