@@ -1495,7 +1495,6 @@ class PromptPasses:
         self._passes.clear()
 
 
-@functools.cache
 @contextmanager
 def reference_copied_from(policy: Any) -> Iterator[None]:
     """Have TRL's ``GRPOTrainer`` take its reference model (``beta`` > 0) as a copy of
@@ -1527,6 +1526,7 @@ def reference_copied_from(policy: Any) -> Iterator[None]:
         trl_grpo.create_model_from_path = load
 
 
+@functools.cache
 def shared_prompt_trainer_class() -> type:
     """TRL's ``GRPOTrainer`` with a training pass that computes a group's shared prompt once.
 
