@@ -37,8 +37,9 @@ STEP = re.compile(
 STEP_TIME = re.compile(r"'step_time': '([\d.]+)'")
 
 
-def run(mode: str, steps: int, model: str | None, out: Path) -> list[dict[str, float]]:
-    """One ``bootcamp train grpo`` process under ``mode``: a row of figures per step."""
+def run(mode: str, steps: int, model: str | None, out: Path) -> tuple[list[dict[str, float]], str]:
+    """One ``bootcamp train grpo`` process under ``mode``: a row of figures per step, and
+    its log."""
     env = {**os.environ, "AGENTHARNESS_MALLOC": mode}
     cmd = [
         BOOTCAMP, "train", "grpo", "--out", str(out), "--tasks", "thermal-v6",
@@ -50,7 +51,6 @@ def run(mode: str, steps: int, model: str | None, out: Path) -> list[dict[str, f
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     log = proc.stdout + proc.stderr
-    (out.parent / f"{mode}.log").write_text(log)
     if proc.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{log[-2000:]}")
     summary = json.loads((out / "train_summary.json").read_text())
@@ -66,7 +66,7 @@ def run(mode: str, steps: int, model: str | None, out: Path) -> list[dict[str, f
     ]
     for row, step_time in zip(rows, STEP_TIME.findall(log), strict=False):
         row["step"] = float(step_time)
-    return rows
+    return rows, log
 
 
 def report(mode: str, rows: list[dict[str, float]]) -> dict[str, float]:
@@ -110,11 +110,10 @@ def main() -> None:
     figures = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mode in MODES:
-            out = Path(tmp) / mode
-            rows = run(mode, args.steps, args.model, out)
+            rows, log = run(mode, args.steps, args.model, Path(tmp) / mode)
             if args.logs:
                 args.logs.mkdir(parents=True, exist_ok=True)
-                (args.logs / f"{mode}.log").write_text((out.parent / f"{mode}.log").read_text())
+                (args.logs / f"{mode}.log").write_text(log)
             figures[mode] = report(mode, rows)
     glibc, mimalloc = figures["glibc"], figures["mimalloc"]
     print(
