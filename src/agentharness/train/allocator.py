@@ -66,11 +66,12 @@ def mimalloc_loaded(maps: Path = Path("/proc/self/maps")) -> bool:
 
 
 def running_allocator() -> str:
-    """The allocator this process runs under: ``mimalloc``, or the system's (``glibc`` or
-    ``system``, as ``AGENTHARNESS_MALLOC`` chose; recorded in a run's summary)."""
+    """The allocator this process runs under: ``mimalloc``, ``glibc`` (Linux's, unless
+    ``AGENTHARNESS_MALLOC=system``) or ``system`` (recorded in a run's summary)."""
     if mimalloc_loaded():
         return "mimalloc"
-    return "system" if os.environ.get(ALLOCATOR_VARIABLE, "").strip() == "system" else "glibc"
+    chose_system = os.environ.get(ALLOCATOR_VARIABLE, "").strip() == "system"
+    return "glibc" if sys.platform.startswith("linux") and not chose_system else "system"
 
 
 def mimalloc_environment(
