@@ -2,16 +2,17 @@
 
 Each run is a whole ``bootcamp train grpo`` process of ``--steps`` steps of one group of 8
 episodes on thermal-v6 medium (≤ 4 turns × 128 tokens, temperature 1, the KL term of the
-experiment's stage, every group trained), the same seed: ``glibc`` (``AGENTHARNESS_MALLOC=
-glibc``: glibc's malloc keeping freed memory, the default before session 43) then
-``mimalloc`` (the default since: the process restarts itself with mimalloc preloaded). The
-script reads each step's rollout seconds, drafted tokens, resident memory and TRL's
-``step_time`` from the log, and reports the early and late steps' medians: a heap that
-fragments shows as late steps slower than early ones, and a resident size that keeps
-growing. Rollout seconds are also given per 1,000 drafted tokens, since the two runs' groups
-need not write the same tokens.
+experiment's stage, every group trained), the same seed, one after another in ``--modes``:
+``glibc`` (``AGENTHARNESS_MALLOC=glibc``: glibc's malloc keeping freed memory, the default
+before session 43), ``mimalloc`` (the default since session 44: the process restarts itself
+with mimalloc preloaded and its freed pages kept) and ``mimalloc-purge`` (mimalloc returning
+freed pages after 10 ms, its own default: session 43's runs). The script reads each step's
+rollout seconds, drafted tokens, resident memory and TRL's ``step_time`` from the log, and
+reports the early and late steps' medians: a heap that fragments shows as late steps slower
+than early ones, and a resident size that keeps growing. Rollout seconds are also given per
+1,000 drafted tokens, since the runs' groups need not write the same tokens.
 
-    python bench/grpo_allocator.py --steps 10 [--model DIR]
+    python bench/grpo_allocator.py --steps 10 [--model DIR] [--modes glibc mimalloc mimalloc-purge]
 
 Figures: bench/RESULTS.md, "The allocator of a GRPO process".
 """
@@ -29,7 +30,13 @@ import tempfile
 from pathlib import Path
 
 BOOTCAMP = str(Path(sys.executable).with_name("bootcamp"))
-MODES = ("glibc", "mimalloc")
+# Each mode's environment. MIMALLOC_PURGE_DELAY: -1 keeps freed pages (the default since
+# session 44), 10 ms is mimalloc's own default (session 43's runs), which returns them.
+MODES = {
+    "glibc": {"AGENTHARNESS_MALLOC": "glibc"},
+    "mimalloc": {"AGENTHARNESS_MALLOC": "mimalloc", "MIMALLOC_PURGE_DELAY": "-1"},
+    "mimalloc-purge": {"AGENTHARNESS_MALLOC": "mimalloc", "MIMALLOC_PURGE_DELAY": "10"},
+}
 STEP = re.compile(
     r"\[grpo\] step (\d+): .*?rollouts ([\d.]+) s, resident ([\d.]+) GB"
     r"(?:, drafted tokens kept \d+/(\d+))?"
@@ -40,7 +47,7 @@ STEP_TIME = re.compile(r"'step_time': '([\d.]+)'")
 def run(mode: str, steps: int, model: str | None, out: Path) -> tuple[list[dict[str, float]], str]:
     """One ``bootcamp train grpo`` process under ``mode``: a row of figures per step, and
     its log."""
-    env = {**os.environ, "AGENTHARNESS_MALLOC": mode}
+    env = {**os.environ, **MODES[mode]}
     cmd = [
         BOOTCAMP, "train", "grpo", "--out", str(out), "--tasks", "thermal-v6",
         "--difficulty", "medium", "--n-instances", str(steps), "--num-generations", "8",
@@ -54,7 +61,7 @@ def run(mode: str, steps: int, model: str | None, out: Path) -> tuple[list[dict[
     if proc.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{log[-2000:]}")
     summary = json.loads((out / "train_summary.json").read_text())
-    if summary.get("allocator") != mode:
+    if summary.get("allocator") != MODES[mode]["AGENTHARNESS_MALLOC"]:
         raise SystemExit(f"asked for {mode}, the run says it ran under {summary.get('allocator')}")
     rows = [
         {
@@ -106,22 +113,26 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--model", help="checkpoint directory (default: the bundled SmolLM2)")
     parser.add_argument("--logs", type=Path, help="keep each run's log here (MODE.log)")
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=["glibc", "mimalloc"])
     args = parser.parse_args()
+    modes: list[str] = args.modes
     figures = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for mode in MODES:
+        for mode in modes:
             rows, log = run(mode, args.steps, args.model, Path(tmp) / mode)
             if args.logs:
                 args.logs.mkdir(parents=True, exist_ok=True)
                 (args.logs / f"{mode}.log").write_text(log)
             figures[mode] = report(mode, rows)
-    glibc, mimalloc = figures["glibc"], figures["mimalloc"]
-    print(
-        f"glibc / mimalloc: step median {glibc['step_median'] / mimalloc['step_median']:.2f}x, "
-        f"late steps {glibc['step_late'] / mimalloc['step_late']:.2f}x, late rollouts per "
-        f"token {glibc['rollouts_per_1k_late'] / mimalloc['rollouts_per_1k_late']:.2f}x, "
-        f"last resident {glibc['resident_last'] / mimalloc['resident_last']:.2f}x"
-    )
+    base = figures[modes[0]]
+    for mode in modes[1:]:
+        other = figures[mode]
+        print(
+            f"{modes[0]} / {mode}: step median {base['step_median'] / other['step_median']:.2f}x, "
+            f"late steps {base['step_late'] / other['step_late']:.2f}x, late rollouts per token "
+            f"{base['rollouts_per_1k_late'] / other['rollouts_per_1k_late']:.2f}x, "
+            f"last resident {base['resident_last'] / other['resident_last']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

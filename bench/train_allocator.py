@@ -1,16 +1,22 @@
-"""Training with glibc's default malloc against keeping freed memory (``keep_freed_memory``).
+"""SFT under each allocator: glibc's defaults, glibc keeping freed memory, mimalloc.
 
-Each run is a whole ``bootcamp train sft`` process, alternating the two settings round by
-round so load drifts hit both: ``system`` (``AGENTHARNESS_MALLOC=system``: glibc's
-defaults, every block above 32 MB mapped on allocation and unmapped on free) and ``keep``
-(the default: freed memory stays in the heap and is reused). The data is four expert
-conversations (robot_reach, harmony, thermal, escape_room at easy; 1,700-3,300 tokens),
-two passes. Reports TRL's ``train_runtime`` (the steps, not the model load), the process's
-kernel CPU time, minor page faults and peak resident size, and checks both settings give
-the same losses. ``--grpo`` also times ``bench/train_pass_profile.py``'s bfloat16 pass
-on a real robot_reach group under each setting.
+Each run is a whole ``bootcamp train sft`` process, alternating the settings round by
+round so load drifts hit all of them: ``system`` (``AGENTHARNESS_MALLOC=system``: glibc's
+defaults, every block above 32 MB mapped on allocation and unmapped on free), ``keep``
+(``AGENTHARNESS_MALLOC=glibc``: freed memory stays in glibc's heap and is reused,
+``keep_freed_memory``), ``mimalloc`` (the process started with mimalloc preloaded and its
+freed pages kept, as ``train sft`` and ``train grpo`` restart themselves) and
+``mimalloc-purge`` (mimalloc returning freed pages after 10 ms, its own default). ``--modes``
+picks them (default ``system keep``, the
+comparison recorded first). The data is four expert conversations (robot_reach, harmony,
+thermal, escape_room at easy; 1,700-3,300 tokens), or ``--data``'s SFT file (an
+experiment's ``sft.jsonl``). Reports TRL's ``train_runtime`` (the steps, not the model
+load), the process's kernel CPU time, minor page faults and peak resident size, and checks
+every setting gives the same losses. ``--grpo`` also times ``bench/train_pass_profile.py``'s
+bfloat16 pass on a real robot_reach group under each setting.
 
     python bench/train_allocator.py --steps 8 --rounds 2 [--grpo]
+    python bench/train_allocator.py --modes keep mimalloc-purge mimalloc --data runs/v43/sft.jsonl --steps 24
 
 Figures: bench/RESULTS.md.
 """
@@ -28,6 +34,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from agentharness.train.allocator import mimalloc_library
+
 BOOTCAMP = str(Path(sys.executable).with_name("bootcamp"))
 # Each task's current version (the recorded figures used robot_reach-v6, harmony-v3,
 # thermal-v3 and escape_room-v1; later versions only shortened the conversations).
@@ -37,15 +45,25 @@ EXPERTS = [
     ("thermal", 1000),
     ("escape_room", 1000),
 ]
-MODES = ("system", "keep")
+# Each mode's environment; "mimalloc" and "mimalloc-purge" also preload mimalloc.
+MODES = {
+    "system": {"AGENTHARNESS_MALLOC": "system"},
+    "keep": {"AGENTHARNESS_MALLOC": "glibc"},
+    # freed pages kept (the default for training since session 44)
+    "mimalloc": {"AGENTHARNESS_MALLOC": "mimalloc", "MIMALLOC_PURGE_DELAY": "-1"},
+    # mimalloc's own default: freed pages go back to the system after 10 ms
+    "mimalloc-purge": {"AGENTHARNESS_MALLOC": "mimalloc", "MIMALLOC_PURGE_DELAY": "10"},
+}
 
 
 def run(cmd: list[str], mode: str) -> tuple[str, Any]:
     """Run ``cmd`` under an allocator mode: its output and its own resource usage."""
-    env = dict(os.environ)
-    env.pop("AGENTHARNESS_MALLOC", None)
-    if mode == "system":
-        env["AGENTHARNESS_MALLOC"] = "system"
+    env = {**os.environ, **MODES[mode]}
+    if mode.startswith("mimalloc"):
+        library = mimalloc_library()
+        if library is None:
+            raise SystemExit("no mimalloc: install the 'train' extra (cmeel-mimalloc)")
+        env["LD_PRELOAD"] = f"{library} {env.get('LD_PRELOAD', '')}".strip()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
     )
@@ -83,13 +101,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--grpo", action="store_true", help="also time the GRPO training pass")
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=["system", "keep"])
+    parser.add_argument("--data", type=Path, help="an SFT file (default: 4 expert conversations)")
     args = parser.parse_args()
-    results: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+    modes: list[str] = args.modes
+    results: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
     losses: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        data = sft_data(Path(tmp))
+        data = args.data.resolve() if args.data else sft_data(Path(tmp))
         for r in range(args.rounds):
-            for mode in MODES:
+            for mode in modes:
                 out_dir = Path(tmp) / f"sft_{mode}_{r}"
                 out, usage = run(
                     [BOOTCAMP, "train", "sft", "--data", str(data), "--out", str(out_dir),
@@ -112,13 +133,13 @@ def main() -> None:
                 print(f"round {r} sft {mode:>6}: {runtime:6.1f} s, kernel CPU {usage.ru_stime:5.1f} s, "
                       f"{usage.ru_minflt:,} minor faults, peak RSS {usage.ru_maxrss / 2**20:.1f} GB",
                       flush=True)  # fmt: skip
-        same = losses["system"] == losses["keep"]
+        same = all(losses[m] == losses[modes[0]] for m in modes)
         print(
             f"\n`train sft`, {args.steps} steps, {args.rounds} rounds (medians); losses identical: {same}"
         )
-        base = statistics.median(x["runtime"] for x in results["system"])
+        base = statistics.median(x["runtime"] for x in results[modes[0]])
         print(
-            "| malloc | train_runtime s | vs system | kernel CPU s | minor page faults | peak RSS GB |"
+            f"| malloc | train_runtime s | vs {modes[0]} | kernel CPU s | minor page faults | peak RSS GB |"
         )
         print("| --- | ---: | ---: | ---: | ---: | ---: |")
         for mode, rows in results.items():
@@ -127,7 +148,7 @@ def main() -> None:
                   f"{med['system_cpu']:.1f} | {med['faults']:,.0f} | {med['peak_gb']:.1f} |")  # fmt: skip
         if args.grpo:
             profile = str(Path(__file__).with_name("train_pass_profile.py"))
-            for mode in MODES:
+            for mode in modes:
                 out, usage = run(
                     [sys.executable, profile, "--task", "robot_reach", "--seed", "100001",
                      "--threads", "2", "--rounds", "2", "--variants", "bf16"],

@@ -1,4 +1,4 @@
-"""The allocator a GRPO process restarts itself under (``agentharness.train.allocator``)."""
+"""The allocator a training process restarts itself under (``agentharness.train.allocator``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from agentharness.train import TrainInputError
 from agentharness.train.allocator import (
+    MIMALLOC_SETTINGS,
     chosen_allocator,
     mimalloc_environment,
     mimalloc_library,
@@ -18,6 +19,7 @@ from agentharness.train.allocator import (
 )
 
 LIBRARY = Path("/opt/lib/libmimalloc.so")
+KEEP_PAGES = {"MIMALLOC_PURGE_DELAY": "-1"}
 
 
 def test_the_variable_chooses_and_a_bad_value_says_what_to_choose() -> None:
@@ -28,11 +30,25 @@ def test_the_variable_chooses_and_a_bad_value_says_what_to_choose() -> None:
 
 
 def test_the_restart_environment_preloads_mimalloc_once() -> None:
-    env = mimalloc_environment({"PATH": "/bin", "LD_PRELOAD": "/x/libfoo.so"}, LIBRARY, "linux")
+    environ = {"PATH": "/bin", "LD_PRELOAD": "/x/libfoo.so"}
+    env = mimalloc_environment(environ, LIBRARY, "linux", KEEP_PAGES)
     assert env is not None and env["PATH"] == "/bin"
     assert env["LD_PRELOAD"] == f"{LIBRARY} /x/libfoo.so"  # the user's preloads stay
+    assert env["MIMALLOC_PURGE_DELAY"] == "-1"  # the command's mimalloc options
     assert mimalloc_environment(env, LIBRARY, "linux") is None  # the restarted process
     assert mimalloc_environment({"LD_PRELOAD": str(LIBRARY)}, LIBRARY, "linux") is None
+
+
+def test_the_users_own_mimalloc_options_win() -> None:
+    env = mimalloc_environment({"MIMALLOC_PURGE_DELAY": "10"}, LIBRARY, "linux", KEEP_PAGES)
+    assert env is not None and env["MIMALLOC_PURGE_DELAY"] == "10"
+
+
+def test_sft_keeps_freed_pages_and_grpo_returns_them() -> None:
+    """SFT's steps repeat one pattern (kept pages are reused); a GRPO process's resident size
+    climbed with purging off (the module's docstring)."""
+    assert MIMALLOC_SETTINGS[("train", "sft")] == KEEP_PAGES
+    assert "MIMALLOC_PURGE_DELAY" not in MIMALLOC_SETTINGS[("train", "grpo")]
 
 
 @pytest.mark.parametrize(
@@ -51,13 +67,19 @@ def test_no_restart_where_it_does_not_apply(
 
 
 def allocator_of_a_process(**env: str) -> str:
-    """The allocator a fresh Python process runs under after asking to restart."""
+    """The allocator a fresh Python process runs under after asking to restart with SFT's
+    options, and its purge delay."""
     code = (
         "from agentharness.train.allocator import restart_under_mimalloc, running_allocator\n"
-        "restart_under_mimalloc()\n"
-        "print(running_allocator())\n"
+        f"restart_under_mimalloc({KEEP_PAGES!r})\n"
+        "import os\n"
+        "print(running_allocator(), os.environ.get('MIMALLOC_PURGE_DELAY'))\n"
     )
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("AGENTHARNESS_MALLOC")}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AGENTHARNESS_MALLOC", "MIMALLOC_"))
+    }
     out = subprocess.run(
         [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True
     )
@@ -69,16 +91,17 @@ def allocator_of_a_process(**env: str) -> str:
     mimalloc_library() is None, reason="mimalloc comes with the 'train' extra on Linux x86-64"
 )
 def test_a_process_restarts_under_mimalloc_unless_told_otherwise() -> None:
-    assert allocator_of_a_process() == "mimalloc"
-    assert allocator_of_a_process(AGENTHARNESS_MALLOC="glibc") == "glibc"
-    assert allocator_of_a_process(AGENTHARNESS_MALLOC="system") == "system"
+    assert allocator_of_a_process() == "mimalloc -1"
+    assert allocator_of_a_process(AGENTHARNESS_MALLOC="glibc") == "glibc None"
+    assert allocator_of_a_process(AGENTHARNESS_MALLOC="system") == "system None"
     assert not mimalloc_loaded()  # this process was never restarted
 
 
-def test_bootcamp_train_grpo_refuses_an_unknown_allocator() -> None:
+@pytest.mark.parametrize("command", ["sft", "grpo"])
+def test_bootcamp_train_refuses_an_unknown_allocator(command: str) -> None:
     bootcamp = Path(sys.executable).with_name("bootcamp")
     out = subprocess.run(
-        [str(bootcamp), "train", "grpo", "--help"],
+        [str(bootcamp), "train", command, "--help"],
         env={**os.environ, "AGENTHARNESS_MALLOC": "tcmalloc"},
         capture_output=True,
         text=True,

@@ -573,14 +573,15 @@ from agentharness.cli import (  # noqa: E402, F401
 
 
 def main() -> None:
-    if sys.argv[1:3] == ["train", "grpo"]:
-        # Before anything is allocated: a GRPO process runs under mimalloc where installed
-        # (agentharness.train.allocator says why).
-        from agentharness.train import TrainInputError
-        from agentharness.train.allocator import restart_under_mimalloc
+    from agentharness.train import TrainInputError
+    from agentharness.train.allocator import MIMALLOC_SETTINGS, restart_under_mimalloc
 
+    settings = MIMALLOC_SETTINGS.get(tuple(sys.argv[1:3]))
+    if settings is not None:
+        # Before anything is allocated: a training process runs under mimalloc where
+        # installed (agentharness.train.allocator says why).
         try:
-            restart_under_mimalloc()
+            restart_under_mimalloc(settings)
         except TrainInputError as e:
             raise SystemExit(f"error: {e}") from None
     app()

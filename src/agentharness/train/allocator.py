@@ -1,4 +1,4 @@
-"""The memory allocator a GRPO training process runs under.
+"""The memory allocator a training process runs under.
 
 A GRPO process alternates rollouts (token-by-token decoding: many small and growing
 buffers) with training passes (activations of tens to hundreds of MB, kept or freed by the
@@ -7,14 +7,25 @@ one step its heap held ~19,000 free chunks, after eight ~50,000, and because gli
 its free lists chunk by chunk, every allocation slows with them. A fixed forward pass of
 SmolLM2 slowed 2.4x in eight thermal steps, the rollouts 1.7x, and the resident memory grew
 by about 0.5 GB a step (bench/RESULTS.md, "The allocator of a GRPO process"). mimalloc
-(size-segregated pages, freed memory returned a page at a time) keeps both flat.
+(size-segregated pages, freed pages returned to the system after 10 ms) keeps both flat.
+
+An SFT step repeats one pattern of large tensors, so there mimalloc's returning of freed
+pages only makes every step fault them in and zero them again (an SFT process spent 232 of
+its 430 s in the kernel, slower than glibc keeping its freed memory). SFT runs with purging
+off (``MIMALLOC_PURGE_DELAY=-1``): freed pages are reused, faster than under either and
+with a smaller peak than glibc's kept heap (bench/RESULTS.md, "Freed pages kept"). A GRPO
+process keeps mimalloc's default: with purging off its steps ran 1.4x faster too, but its
+resident size climbed ~0.5 GB a step, as glibc's did, which a stage of 48 steps on a 24 GB
+machine cannot afford.
 
 mimalloc has to be loaded before the process starts (``LD_PRELOAD``), so ``bootcamp train
-grpo`` starts itself once more under it (:func:`restart_under_mimalloc`) when the 'train'
-extra installed it (the ``cmeel-mimalloc`` wheel, Linux x86-64). ``AGENTHARNESS_MALLOC``
-chooses: ``mimalloc`` (the default), ``glibc`` (glibc, keeping freed memory for reuse:
-:func:`~agentharness.train.model.keep_freed_memory`) or ``system`` (nothing changed). From
-Python, start the process with ``LD_PRELOAD`` set to :func:`mimalloc_library`.
+sft`` and ``train grpo`` start themselves once more under it (:func:`restart_under_mimalloc`)
+when the 'train' extra installed it (the ``cmeel-mimalloc`` wheel, Linux x86-64).
+``AGENTHARNESS_MALLOC`` chooses: ``mimalloc`` (the default), ``glibc`` (glibc, keeping freed
+memory for reuse: :func:`~agentharness.train.model.keep_freed_memory`) or ``system``
+(nothing changed); a ``MIMALLOC_PURGE_DELAY`` of one's own wins. From Python, start the
+process with ``LD_PRELOAD`` set to :func:`mimalloc_library` (and the command's
+:data:`MIMALLOC_SETTINGS`).
 """
 
 from __future__ import annotations
@@ -31,6 +42,13 @@ ALLOCATOR_VARIABLE = "AGENTHARNESS_MALLOC"
 ALLOCATORS = ("mimalloc", "glibc", "system")
 # Set in the restarted process: a process restarts at most once, whatever LD_PRELOAD became.
 _RESTARTED = "AGENTHARNESS_MALLOC_RESTARTED"
+# The commands that restart under mimalloc, each with the mimalloc options it runs with
+# (MIMALLOC_PURGE_DELAY: how many ms a freed page waits before it goes back to the system;
+# -1 never). The module's docstring says why SFT keeps its pages and GRPO does not.
+MIMALLOC_SETTINGS: dict[tuple[str, ...], dict[str, str]] = {
+    ("train", "sft"): {"MIMALLOC_PURGE_DELAY": "-1"},
+    ("train", "grpo"): {},
+}
 
 
 def chosen_allocator(environ: Mapping[str, str] = os.environ) -> str:
@@ -75,27 +93,32 @@ def running_allocator() -> str:
 
 
 def mimalloc_environment(
-    environ: Mapping[str, str], library: Path | None, platform: str = sys.platform
+    environ: Mapping[str, str],
+    library: Path | None,
+    platform: str = sys.platform,
+    settings: Mapping[str, str] | None = None,
 ) -> dict[str, str] | None:
-    """The environment to start this process again under mimalloc (``library``), or None
-    to go on as it is: another allocator chosen, not Linux, no library, mimalloc already
-    preloaded, or this process already the restarted one."""
+    """The environment to start this process again under mimalloc (``library``, with the
+    mimalloc options ``settings`` where ``environ`` sets none of its own), or None to go on
+    as it is: another allocator chosen, not Linux, no library, mimalloc already preloaded,
+    or this process already the restarted one."""
     if chosen_allocator(environ) != "mimalloc" or not platform.startswith("linux"):
         return None
     preload = environ.get("LD_PRELOAD", "")
     if library is None or environ.get(_RESTARTED) or "libmimalloc" in preload:
         return None
     return {
+        **(settings or {}),
         **environ,
         "LD_PRELOAD": f"{library} {preload}".strip(),
         _RESTARTED: "1",
     }
 
 
-def restart_under_mimalloc() -> None:
+def restart_under_mimalloc(settings: Mapping[str, str] | None = None) -> None:
     """Start this process again, same interpreter and arguments, with mimalloc preloaded
     (:func:`mimalloc_environment`); return (changing nothing) where it does not apply."""
-    environment = mimalloc_environment(os.environ, mimalloc_library())
+    environment = mimalloc_environment(os.environ, mimalloc_library(), settings=settings)
     if environment is None:
         return
     sys.stdout.flush()

@@ -40,9 +40,10 @@ def keep_freed_memory() -> bool:
     them: SFT steps 1.55x and the GRPO training pass 1.18x faster, for a resident size
     that stays at the step's peak (bench/RESULTS.md). Called by :func:`load_trainable`, so it
     applies to processes that train. Does nothing (returns False) off glibc, under mimalloc
-    (:mod:`agentharness.train.allocator`: a GRPO process, whose mix of rollouts and training
-    fragments glibc's heap), when ``GLIBC_TUNABLES`` already sets a malloc tunable (the
-    user's choice wins), or with ``AGENTHARNESS_MALLOC=system``.
+    (:mod:`agentharness.train.allocator`: the default for ``train sft`` and ``train grpo``,
+    since a GRPO process's mix of rollouts and training fragments glibc's heap), when
+    ``GLIBC_TUNABLES`` already sets a malloc tunable (the user's choice wins), or with
+    ``AGENTHARNESS_MALLOC=system``.
     """
     if not sys.platform.startswith("linux") or running_allocator() != "glibc":
         return False
