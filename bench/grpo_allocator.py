@@ -4,15 +4,16 @@ Each run is a whole ``bootcamp train grpo`` process of ``--steps`` steps of one 
 episodes on thermal-v6 medium (≤ 4 turns × 128 tokens, temperature 1, the KL term of the
 experiment's stage, every group trained), the same seed, one after another in ``--modes``:
 ``glibc`` (``AGENTHARNESS_MALLOC=glibc``: glibc's malloc keeping freed memory, the default
-before session 43), ``mimalloc`` (the default since session 44: the process restarts itself
-with mimalloc preloaded and its freed pages kept) and ``mimalloc-purge`` (mimalloc returning
-freed pages after 10 ms, its own default: session 43's runs). The script reads each step's
+before session 43), ``mimalloc-purge`` (the default since: the process restarts itself with
+mimalloc preloaded, which returns freed pages after 10 ms) and ``mimalloc-keep`` (mimalloc
+keeping freed pages, ``MIMALLOC_PURGE_DELAY=-1``: SFT's setting, tried for GRPO in session
+44). The script reads each step's
 rollout seconds, drafted tokens, resident memory and TRL's ``step_time`` from the log, and
 reports the early and late steps' medians: a heap that fragments shows as late steps slower
 than early ones, and a resident size that keeps growing. Rollout seconds are also given per
 1,000 drafted tokens, since the runs' groups need not write the same tokens.
 
-    python bench/grpo_allocator.py --steps 10 [--model DIR] [--modes glibc mimalloc mimalloc-purge]
+    python bench/grpo_allocator.py --steps 10 [--model DIR] [--modes glibc mimalloc-purge mimalloc-keep]
 
 Figures: bench/RESULTS.md, "The allocator of a GRPO process".
 """
@@ -30,12 +31,12 @@ import tempfile
 from pathlib import Path
 
 BOOTCAMP = str(Path(sys.executable).with_name("bootcamp"))
-# Each mode's environment. MIMALLOC_PURGE_DELAY: -1 keeps freed pages (the default since
-# session 44), 10 ms is mimalloc's own default (session 43's runs), which returns them.
+# Each mode's environment. MIMALLOC_PURGE_DELAY: 10 ms is mimalloc's own default, GRPO's
+# (freed pages go back to the system); -1 keeps them (SFT's setting).
 MODES = {
     "glibc": {"AGENTHARNESS_MALLOC": "glibc"},
-    "mimalloc": {"AGENTHARNESS_MALLOC": "mimalloc", "MIMALLOC_PURGE_DELAY": "-1"},
     "mimalloc-purge": {"AGENTHARNESS_MALLOC": "mimalloc", "MIMALLOC_PURGE_DELAY": "10"},
+    "mimalloc-keep": {"AGENTHARNESS_MALLOC": "mimalloc", "MIMALLOC_PURGE_DELAY": "-1"},
 }
 STEP = re.compile(
     r"\[grpo\] step (\d+): .*?rollouts ([\d.]+) s, resident ([\d.]+) GB"
@@ -113,7 +114,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--model", help="checkpoint directory (default: the bundled SmolLM2)")
     parser.add_argument("--logs", type=Path, help="keep each run's log here (MODE.log)")
-    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=["glibc", "mimalloc"])
+    parser.add_argument(
+        "--modes", nargs="+", choices=list(MODES), default=["glibc", "mimalloc-purge"]
+    )
     args = parser.parse_args()
     modes: list[str] = args.modes
     figures = {}

@@ -1,22 +1,22 @@
 """SFT under each allocator: glibc's defaults, glibc keeping freed memory, mimalloc.
 
-Each run is a whole ``bootcamp train sft`` process, alternating the settings round by
-round so load drifts hit all of them: ``system`` (``AGENTHARNESS_MALLOC=system``: glibc's
+Each run is a whole ``bootcamp train sft`` process, alternating the settings round by round
+so load drifts hit all of them: ``system`` (``AGENTHARNESS_MALLOC=system``: glibc's
 defaults, every block above 32 MB mapped on allocation and unmapped on free), ``keep``
 (``AGENTHARNESS_MALLOC=glibc``: freed memory stays in glibc's heap and is reused,
-``keep_freed_memory``), ``mimalloc`` (the process started with mimalloc preloaded and its
-freed pages kept, as ``train sft`` and ``train grpo`` restart themselves) and
-``mimalloc-purge`` (mimalloc returning freed pages after 10 ms, its own default). ``--modes``
-picks them (default ``system keep``, the
-comparison recorded first). The data is four expert conversations (robot_reach, harmony,
-thermal, escape_room at easy; 1,700-3,300 tokens), or ``--data``'s SFT file (an
-experiment's ``sft.jsonl``). Reports TRL's ``train_runtime`` (the steps, not the model
-load), the process's kernel CPU time, minor page faults and peak resident size, and checks
-every setting gives the same losses. ``--grpo`` also times ``bench/train_pass_profile.py``'s
-bfloat16 pass on a real robot_reach group under each setting.
+``keep_freed_memory``), ``mimalloc-keep`` (the process started with mimalloc preloaded and
+its freed pages kept, as ``train sft`` restarts itself since session 44) and
+``mimalloc-purge`` (mimalloc returning freed pages after 10 ms, its own default).
+``--modes`` picks them (default ``system keep``, the comparison recorded first). The data is
+four expert conversations (robot_reach, harmony, thermal, escape_room at easy; 1,700-3,300
+tokens), or ``--data``'s SFT file (an experiment's ``sft.jsonl``). Reports TRL's
+``train_runtime`` (the steps, not the model load), the process's kernel CPU time, minor page
+faults and peak resident size, and checks every setting gives the same losses. ``--grpo``
+also times ``bench/train_pass_profile.py``'s bfloat16 pass on a real robot_reach group under
+each setting.
 
     python bench/train_allocator.py --steps 8 --rounds 2 [--grpo]
-    python bench/train_allocator.py --modes keep mimalloc-purge mimalloc --data runs/v43/sft.jsonl --steps 24
+    python bench/train_allocator.py --modes keep mimalloc-keep --data runs/v43/sft.jsonl --steps 32 --rounds 1
 
 Figures: bench/RESULTS.md.
 """
@@ -45,12 +45,12 @@ EXPERTS = [
     ("thermal", 1000),
     ("escape_room", 1000),
 ]
-# Each mode's environment; "mimalloc" and "mimalloc-purge" also preload mimalloc.
+# Each mode's environment; the "mimalloc-" ones also preload mimalloc.
 MODES = {
     "system": {"AGENTHARNESS_MALLOC": "system"},
     "keep": {"AGENTHARNESS_MALLOC": "glibc"},
-    # freed pages kept (the default for training since session 44)
-    "mimalloc": {"AGENTHARNESS_MALLOC": "mimalloc", "MIMALLOC_PURGE_DELAY": "-1"},
+    # freed pages kept (the SFT default since session 44)
+    "mimalloc-keep": {"AGENTHARNESS_MALLOC": "mimalloc", "MIMALLOC_PURGE_DELAY": "-1"},
     # mimalloc's own default: freed pages go back to the system after 10 ms
     "mimalloc-purge": {"AGENTHARNESS_MALLOC": "mimalloc", "MIMALLOC_PURGE_DELAY": "10"},
 }
