@@ -4,10 +4,10 @@ Each run is a whole ``bootcamp train grpo`` process of ``--steps`` steps of one 
 episodes on thermal-v6 medium (≤ 4 turns × 128 tokens, temperature 1, the KL term of the
 experiment's stage, every group trained), the same seed, one after another in ``--modes``:
 ``glibc`` (``AGENTHARNESS_MALLOC=glibc``: glibc's malloc keeping freed memory, the default
-before session 43), ``mimalloc-purge`` (the default since: the process restarts itself with
-mimalloc preloaded, which returns freed pages after 10 ms) and ``mimalloc-keep`` (mimalloc
-keeping freed pages, ``MIMALLOC_PURGE_DELAY=-1``: SFT's setting, tried for GRPO in session
-44). The script reads each step's
+before session 43), ``mimalloc-purge`` (mimalloc preloaded by the process's restart,
+returning freed pages after 10 ms: the default of sessions 43-44) and ``mimalloc-keep``
+(mimalloc keeping freed pages, ``MIMALLOC_PURGE_DELAY=-1``: SFT's setting since session 44,
+GRPO's since session 45). The script reads each step's
 rollout seconds, drafted tokens, resident memory and TRL's ``step_time`` from the log, and
 reports the early and late steps' medians: a heap that fragments shows as late steps slower
 than early ones, and a resident size that keeps growing. Rollout seconds are also given per
@@ -31,8 +31,8 @@ import tempfile
 from pathlib import Path
 
 BOOTCAMP = str(Path(sys.executable).with_name("bootcamp"))
-# Each mode's environment. MIMALLOC_PURGE_DELAY: 10 ms is mimalloc's own default, GRPO's
-# (freed pages go back to the system); -1 keeps them (SFT's setting).
+# Each mode's environment. MIMALLOC_PURGE_DELAY: 10 ms is mimalloc's own default (freed
+# pages go back to the system); -1 keeps them (the training commands' setting).
 MODES = {
     "glibc": {"AGENTHARNESS_MALLOC": "glibc"},
     "mimalloc-purge": {"AGENTHARNESS_MALLOC": "mimalloc", "MIMALLOC_PURGE_DELAY": "10"},

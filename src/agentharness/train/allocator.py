@@ -11,12 +11,13 @@ by about 0.5 GB a step (bench/RESULTS.md, "The allocator of a GRPO process"). mi
 
 An SFT step repeats one pattern of large tensors, so there mimalloc's returning of freed
 pages only makes every step fault them in and zero them again (an SFT process spent 232 of
-its 430 s in the kernel, slower than glibc keeping its freed memory). SFT runs with purging
-off (``MIMALLOC_PURGE_DELAY=-1``): freed pages are reused, faster than under either and
-with a smaller peak than glibc's kept heap (bench/RESULTS.md, "Freed pages kept"). A GRPO
-process keeps mimalloc's default: with purging off its steps ran 1.4x faster too, but its
-resident size climbed step after step (10.3 to 14.4 GB over steps 2-8), as glibc's did,
-which a stage of 48 steps on a 24 GB machine may not afford.
+its 430 s in the kernel, slower than glibc keeping its freed memory). Both commands run
+with purging off (``MIMALLOC_PURGE_DELAY=-1``): freed pages are reused. SFT is then faster
+than under either, with a smaller peak than glibc's kept heap (bench/RESULTS.md, "Freed
+pages kept"). A GRPO stage of 48 steps at the experiment's budgets wrote the same model,
+bit for bit, as with purging, 1.18x faster; its resident size levelled off at 14.9 GB from
+step 17 (peak 14.9 GB, purging's 14.4; bench/RESULTS.md, "A whole GRPO stage with freed
+pages kept").
 
 mimalloc has to be loaded before the process starts (``LD_PRELOAD``), so ``bootcamp train
 sft`` and ``train grpo`` start themselves once more under it (:func:`restart_under_mimalloc`)
@@ -44,10 +45,10 @@ ALLOCATORS = ("mimalloc", "glibc", "system")
 _RESTARTED = "AGENTHARNESS_MALLOC_RESTARTED"
 # The commands that restart under mimalloc, each with the mimalloc options it runs with
 # (MIMALLOC_PURGE_DELAY: how many ms a freed page waits before it goes back to the system;
-# -1 never). The module's docstring says why SFT keeps its pages and GRPO does not.
+# -1 never). The module's docstring says why both keep their pages.
 MIMALLOC_SETTINGS: dict[tuple[str, ...], dict[str, str]] = {
     ("train", "sft"): {"MIMALLOC_PURGE_DELAY": "-1"},
-    ("train", "grpo"): {},
+    ("train", "grpo"): {"MIMALLOC_PURGE_DELAY": "-1"},
 }
 
 
