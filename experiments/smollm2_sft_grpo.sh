@@ -34,6 +34,10 @@ DIFFICULTY=${DIFFICULTY:-easy}      # of the tasks whose spec names none
 N_HELD_OUT=${N_HELD_OUT:-40}
 N_SYNTH=${N_SYNTH:-32}              # instances synthesized around the untuned model's failures
 N_FRESH=${N_FRESH:-8}               # extra expert episodes per task on fresh seeds 1000+
+# Per-task fresh expert episodes, e.g. "escape_room-v1=128" (tasks not named take N_FRESH).
+# escape_room's SFT model never escaped on 14 expert conversations among 60 (v25-v43); trained
+# on 153 escape_room conversations alone (v46) it escaped from 13 of 40 held-out instances.
+N_FRESH_OF=${N_FRESH_OF-}
 SFT_STEPS=${SFT_STEPS:-96}          # 1.7 passes over ~58 expert conversations
 SFT_LR=${SFT_LR:-2e-4}
 # DAgger after SFT (empty: none): the SFT model plays N_DAGGER fresh instances of each of
@@ -124,7 +128,10 @@ log "tasks: $TASK_SPECS (task:turns:tokens[:difficulty], default $DIFFICULTY)"
 spec_of() { for s in $TASK_SPECS; do [ "${s%%:*}" = "$1" ] && echo "$s" && return; done; echo "no $1 in TASK_SPECS" >&2; return 1; }
 difficulty_of() { local task turns tokens difficulty; IFS=: read -r task turns tokens difficulty <<< "$(spec_of "$1")"; echo "${difficulty:-$DIFFICULTY}"; }
 # grpo_turns/grpo_tokens TASK: the budget GRPO (and its probe) plays TASK under
-probe_k() { for s in $PROBE_K_OF; do [ "${s%%=*}" = "$1" ] && echo "${s#*=}" && return; done; echo "$PROBE_K"; }
+# of_task "LIST" TASK DEFAULT: TASK's value in a "task=value ..." LIST, or DEFAULT
+of_task() { for s in $1; do [ "${s%%=*}" = "$2" ] && echo "${s#*=}" && return; done; echo "$3"; }
+probe_k() { of_task "$PROBE_K_OF" "$1" "$PROBE_K"; }
+n_fresh() { of_task "$N_FRESH_OF" "$1" "$N_FRESH"; }
 grpo_turns() { local task turns rest; IFS=: read -r task turns rest <<< "$(spec_of "$1")"; echo "${GRPO_MAX_TURNS:-$turns}"; }
 grpo_tokens() { local task turns tokens rest; IFS=: read -r task turns tokens rest <<< "$(spec_of "$1")"; echo "${GRPO_MAX_TOKENS:-$tokens}"; }
 
@@ -167,7 +174,7 @@ if [ ! -s "$W/sft.jsonl" ]; then
         --out "$W/runs/expert_synth/$task" --quiet
       sft_runs+=("$W/runs/expert_synth/$task")
     fi
-    $BOOTCAMP eval --agent expert --tasks "$task" -n "$N_FRESH" --difficulty "$(difficulty_of "$task")" --seed 1000 \
+    $BOOTCAMP eval --agent expert --tasks "$task" -n "$(n_fresh "$task")" --difficulty "$(difficulty_of "$task")" --seed 1000 \
       --max-turns "$turns" --out "$W/runs/expert_fresh/$task" --quiet
     sft_runs+=("$W/runs/expert_fresh/$task")
   done

@@ -120,16 +120,35 @@ def test_an_unknown_stop_after_fails_before_any_work(tmp_path: Path) -> None:
     assert default("STOP_AFTER") == ""
 
 
-def test_probe_samples_can_differ_per_task() -> None:
+def per_task_values(settings: str, calls: str) -> list[str]:
+    """What the script's per-task lookups (``of_task`` and the functions over it) print."""
     import subprocess
 
-    (line,) = [x for x in SCRIPT.read_text().splitlines() if x.startswith("probe_k()")]
+    names = ("of_task()", "probe_k()", "n_fresh()")
+    lines = [x for x in SCRIPT.read_text().splitlines() if x.startswith(names)]
+    assert len(lines) == len(names)
+    program = "; ".join([settings, *lines, calls])
+    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
+def test_probe_samples_can_differ_per_task() -> None:
     assert '-k "$(probe_k "$task")"' in SCRIPT.read_text()
     assert default("PROBE_K_OF") == "robot_reach-v7=4 harmony-v5=8"  # the reported run's
-    program = f'PROBE_K=2; PROBE_K_OF="harmony-v5=8 thermal-v6=3"; {line}; '
-    program += "probe_k harmony-v5; probe_k thermal-v6; probe_k robot_reach-v7"
-    done = subprocess.run(["bash", "-c", program], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["8", "3", "2"]
+    values = per_task_values(
+        'PROBE_K=2; PROBE_K_OF="harmony-v5=8 thermal-v6=3"',
+        "probe_k harmony-v5; probe_k thermal-v6; probe_k robot_reach-v7",
+    )
+    assert values == ["8", "3", "2"]
+
+
+def test_fresh_expert_episodes_can_differ_per_task() -> None:
+    assert '-n "$(n_fresh "$task")"' in SCRIPT.read_text()
+    assert default("N_FRESH_OF") == ""  # the reported run's: N_FRESH for every task
+    values = per_task_values(
+        'N_FRESH=8; N_FRESH_OF="escape_room-v1=128"', "n_fresh escape_room-v1; n_fresh harmony-v5"
+    )
+    assert values == ["128", "8"]
 
 
 def test_grpo_resamples_flat_groups_by_default() -> None:
