@@ -127,11 +127,11 @@ log "tasks: $TASK_SPECS (task:turns:tokens[:difficulty], default $DIFFICULTY)"
 # spec_of TASK: that task's entry of TASK_SPECS; difficulty_of TASK: its difficulty
 spec_of() { for s in $TASK_SPECS; do [ "${s%%:*}" = "$1" ] && echo "$s" && return; done; echo "no $1 in TASK_SPECS" >&2; return 1; }
 difficulty_of() { local task turns tokens difficulty; IFS=: read -r task turns tokens difficulty <<< "$(spec_of "$1")"; echo "${difficulty:-$DIFFICULTY}"; }
-# grpo_turns/grpo_tokens TASK: the budget GRPO (and its probe) plays TASK under
 # of_task "LIST" TASK DEFAULT: TASK's value in a "task=value ..." LIST, or DEFAULT
 of_task() { for s in $1; do [ "${s%%=*}" = "$2" ] && echo "${s#*=}" && return; done; echo "$3"; }
 probe_k() { of_task "$PROBE_K_OF" "$1" "$PROBE_K"; }
 n_fresh() { of_task "$N_FRESH_OF" "$1" "$N_FRESH"; }
+# grpo_turns/grpo_tokens TASK: the budget GRPO (and its probe) plays TASK under
 grpo_turns() { local task turns rest; IFS=: read -r task turns rest <<< "$(spec_of "$1")"; echo "${GRPO_MAX_TURNS:-$turns}"; }
 grpo_tokens() { local task turns tokens rest; IFS=: read -r task turns tokens rest <<< "$(spec_of "$1")"; echo "${GRPO_MAX_TOKENS:-$tokens}"; }
 
