@@ -36,9 +36,11 @@ N_SYNTH=${N_SYNTH:-32}              # instances synthesized around the untuned m
 N_FRESH=${N_FRESH:-8}               # extra expert episodes per task on fresh seeds 1000+
 # Per-task fresh expert episodes, e.g. "escape_room-v1=128" (tasks not named take N_FRESH).
 # escape_room's SFT model never escaped on 14 expert conversations among 60 (v25-v43); trained
-# on 153 escape_room conversations alone (v46) it escaped from 13 of 40 held-out instances.
-N_FRESH_OF=${N_FRESH_OF-}
-SFT_STEPS=${SFT_STEPS:-96}          # 1.7 passes over ~58 expert conversations
+# on 153 escape_room conversations alone (v46) it escaped from 13 of 40 held-out instances;
+# with 128 of its own fresh episodes in the mixed data (v47) from 16. N_FRESH_OF= (set, empty)
+# gives every task N_FRESH, as v25-v43 did (with SFT_STEPS=96).
+N_FRESH_OF=${N_FRESH_OF-"escape_room-v1=128"}
+SFT_STEPS=${SFT_STEPS:-288}         # 1.6 passes over ~178 expert conversations
 SFT_LR=${SFT_LR:-2e-4}
 # DAgger after SFT (empty: none): the SFT model plays N_DAGGER fresh instances of each of
 # these tasks (seeds 2000+, greedy, the held-out budgets), `bootcamp correct` labels the
@@ -64,8 +66,9 @@ TRAIN_DTYPE=${TRAIN_DTYPE:-auto}
 # (robot_reach-v6, harmony-v5) left thermal untrained at 11 of 20 after SFT while robot_reach
 # was 20 of 20 before GRPO, 9 of its 16 groups flat; thermal's SFT score swings between runs
 # (v18 19 of 20, v19 14, v20 11), harmony's too (12, -, 16, v25 15, v26 20), so harmony stays
-# in. escape_room: every group all 0 (its SFT model has never escaped).
-GRPO_TASKS=${GRPO_TASKS:-thermal-v6,harmony-v5,robot_reach-v7}
+# in. escape_room: every group all 0 while its SFT model never escaped (v25-v43); with
+# N_FRESH_OF's data it escapes from 16 of 40 and GRPO has mixed groups to train on (v47).
+GRPO_TASKS=${GRPO_TASKS:-thermal-v6,harmony-v5,robot_reach-v7,escape_room-v1}
 # GRPO plays each task under its held-out budget (TASK_SPECS' turns and tokens): train as it
 # is evaluated (v31 capped every task at 5 turns, robot_reach's held-out budget is 8; v32 with
 # the held-out budgets lost the same robot_reach instances, so the cap was not why).
@@ -85,7 +88,7 @@ PROBE_K=${PROBE_K:-2}
 # no instance qualified and GRPO never trained it). Tasks not named take PROBE_K. The default
 # is v36's and v38's; PROBE_K_OF= (set, empty) gives every task PROBE_K, as v33 did.
 PROBE_K_OF=${PROBE_K_OF-"robot_reach-v7=4 harmony-v5=8"}
-GRPO_STEPS=${GRPO_STEPS:-48}                # 16 groups a task (v25: 32 over two tasks)
+GRPO_STEPS=${GRPO_STEPS:-64}        # 16 groups a task (v38, three tasks: 48)
 GROUP=${GROUP:-8}                   # GRPO group size
 PROMPTS_PER_STEP=${PROMPTS_PER_STEP:-1}  # GRPO groups (problems) per optimizer step
 GRPO_LR=${GRPO_LR:-3e-5}

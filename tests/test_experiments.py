@@ -144,7 +144,7 @@ def test_probe_samples_can_differ_per_task() -> None:
 
 def test_fresh_expert_episodes_can_differ_per_task() -> None:
     assert '-n "$(n_fresh "$task")"' in SCRIPT.read_text()
-    assert default("N_FRESH_OF") == ""  # the reported run's: N_FRESH for every task
+    assert default("N_FRESH_OF") == "escape_room-v1=128"  # the reported run's (v47)
     values = per_task_values(
         'N_FRESH=8; N_FRESH_OF="escape_room-v1=128"', "n_fresh escape_room-v1; n_fresh harmony-v5"
     )
