@@ -71,7 +71,11 @@ def test_pool_survives_a_server_that_closes_after_each_answer() -> None:
 
 @pytest.mark.parametrize("lean_http", [True, False])
 def test_both_transports_retry_the_same_faults(tmp_path: Path, lean_http: bool) -> None:
-    faults = Faults(error_rate=0.2, timeout_rate=0.05, drop_rate=0.1, stall_s=2.0, seed=5)
+    # Timeouts far above a loaded machine's answer time, so only the stalls time out (0.5 s
+    # failed a CI run beside a GRPO stage: answers that came late were counted as stalls),
+    # and 6 attempts, so a request fails every one (0.35**6 ~ 2e-3) too rarely for 4 of 12
+    # episodes to end in agent errors by chance.
+    faults = Faults(error_rate=0.2, timeout_rate=0.05, drop_rate=0.1, stall_s=6.0, seed=5)
     items = plan([get_task("escape_room")], n=12, difficulty="easy")
     run_dir = RunDir(tmp_path)
     run_dir.create({})
@@ -79,9 +83,9 @@ def test_both_transports_retry_the_same_faults(tmp_path: Path, lean_http: bool) 
         agent = OpenAIAgent(
             "scripted",
             base_url=server.base_url,
-            max_retries=3,
+            max_retries=5,
             backoff_s=0.01,
-            request_timeout_s=0.5,
+            request_timeout_s=5.0,
             lean_http=lean_http,
         )
         result = asyncio.run(run(items, agent, run_dir, concurrency=4))
