@@ -232,7 +232,11 @@ if [ "$N_PROBE" -gt 0 ]; then
       --difficulty "$(difficulty_of "$task")" --seed 100000 --max-turns "$(grpo_turns "$task")" --max-tokens "$(grpo_tokens "$task")" \
       --temperature 1.0 --concurrency "$EVAL_CONCURRENCY" --quiet --out "$W/runs/probe/$task"
   done
-  $PYTHON experiments/summarize.py curriculum "$W"/runs/probe/* -o "$W/grpo_instances.jsonl"
+  # only GRPO_TASKS' probes (a work directory copied from a run with more tasks keeps theirs),
+  # in the glob's order, which the curriculum's order and so every earlier draw followed
+  probes=(); for dir in "$W"/runs/probe/*; do
+    [[ ",$GRPO_TASKS," == *",${dir##*/},"* ]] && probes+=("$dir"); done
+  $PYTHON experiments/summarize.py curriculum "${probes[@]}" -o "$W/grpo_instances.jsonl"
 else
   # one fresh instance per group: GRPO_STEPS x PROMPTS_PER_STEP, shared out over the tasks
   n_grpo_tasks=$(echo "${GRPO_TASKS//,/ }" | wc -w)
