@@ -233,7 +233,7 @@ if [ "$N_PROBE" -gt 0 ]; then
       --temperature 1.0 --concurrency "$EVAL_CONCURRENCY" --quiet --out "$W/runs/probe/$task"
   done
   # only GRPO_TASKS' probes (a work directory copied from a run with more tasks keeps theirs),
-  # in the glob's order, which the curriculum's order and so every earlier draw followed
+  # in the glob's order: the curriculum's order follows it, so earlier draws reproduce
   probes=(); for dir in "$W"/runs/probe/*; do
     [[ ",$GRPO_TASKS," == *",${dir##*/},"* ]] && probes+=("$dir"); done
   $PYTHON experiments/summarize.py curriculum "${probes[@]}" -o "$W/grpo_instances.jsonl"
