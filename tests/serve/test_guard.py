@@ -6,6 +6,7 @@ WebSocket faces, and ``--workers`` processes.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +19,9 @@ from typer.testing import CliRunner
 from agentharness.core.task import Budgets
 from agentharness.serve import RemoteAuthError, RemoteEnv, RemoteEnvError
 from agentharness.serve.guard import (
+    DISCARD_FACTOR,
     TOKEN_ENV,
+    Guard,
     ServeLimits,
     authorized,
     is_loopback,
@@ -109,7 +112,7 @@ def test_token_checks() -> None:
 
 
 # -- sizes --------------------------------------------------------------------------------
-def test_a_body_over_the_limit_is_413_before_it_is_read(serve: ServerFactory) -> None:
+def test_a_body_over_the_limit_is_413_before_the_app_sees_it(serve: ServerFactory) -> None:
     server = serve(max_sessions=4, limits=ServeLimits(max_body_bytes=64 * 1024))
     big = {"task": "guess", "knobs": {"x": "y" * 100_000}}
     with httpx.Client(base_url=server.base_url, timeout=60) as http:
@@ -173,6 +176,45 @@ def test_limits_clamp_the_task_s_own_budgets() -> None:
         limits.budgets(Budgets(max_nudges=11), own)
 
 
+def _refusal_order(token: str | None, headers: list[tuple[bytes, bytes]], chunks: int) -> list[str]:
+    """What a guard (limit 1500 bytes) did, in order, for a POST of ``chunks`` 1000-byte pieces."""
+    events: list[str] = []
+    sent = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        sent += 1
+        events.append(f"read {sent}")
+        return {"type": "http.request", "body": b"y" * 1000, "more_body": sent < chunks}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            events.append(f"reply {message['status']}")
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("a refused request must not reach the app")
+
+    scope = {"type": "http", "method": "POST", "path": "/episodes", "headers": headers}
+    asyncio.run(Guard(app, token=token, max_body_bytes=1500)(scope, receive, send))
+    return events
+
+
+def test_a_refusal_reads_the_body_first_so_the_client_gets_the_reply_not_a_reset() -> None:
+    # Closing a socket with unread bytes makes the kernel send a reset that can overtake the
+    # reply; the guard drops the body (up to DISCARD_FACTOR times the limit) before replying.
+    declared = [(b"content-length", b"3000")]
+    assert _refusal_order(None, declared, 3) == ["read 1", "read 2", "read 3", "reply 413"]
+    chunked = _refusal_order(None, [], 5)  # no length: over the limit while counting
+    assert chunked == ["read 1", "read 2", "read 3", "read 4", "read 5", "reply 413"]
+    too_big = str(DISCARD_FACTOR * 1500 + 1).encode()  # a reset is cheaper than reading it
+    assert _refusal_order(None, [(b"content-length", too_big)], 8) == ["reply 413"]
+    endless = _refusal_order(None, [], 100)  # chunked and endless: stops at the cap
+    reads_at_most = (1500 + DISCARD_FACTOR * 1500) // 1000 + 2
+    assert endless[-1] == "reply 413" and len(endless) - 1 <= reads_at_most
+    small = [(b"content-length", b"2000")]
+    assert _refusal_order(TOKEN, small, 2) == ["read 1", "read 2", "reply 401"]
+
+
 # -- workers and the command --------------------------------------------------------------
 def test_worker_processes_enforce_the_token_and_the_limits() -> None:
     limits = ServeLimits(max_body_bytes=64 * 1024, max_turns=7)
@@ -182,7 +224,7 @@ def test_worker_processes_enforce_the_token_and_the_limits() -> None:
         with httpx.Client(base_url=pool.base_url, timeout=60) as http:
             assert http.get("/health").json()["capacity"] == 4
             error(http.post("/episodes", json={"task": "escape_room"}), 401, "unauthorized")
-            # Forwarded requests are checked before they are read: a foreign id, a huge body.
+            # Requests are checked before they are forwarded: a foreign id, a huge body.
             r = http.post("/episodes/w1.x/step", json={"turn": "x" * 100_000}, headers=BEARER)
             error(r, 413, "too_large")
             error(http.get("/episodes/w1.x"), 401, "unauthorized")

@@ -6,9 +6,14 @@
   headers, can log in too). Others get 401 (a WebSocket is refused before it opens).
   ``bootcamp serve`` reads the token from ``--token`` or :data:`TOKEN_ENV` and refuses to
   listen on anything but a loopback address without one.
-* **Size.** A request body over ``max_body_bytes`` is refused with 413 before it is read,
-  and so is a WebSocket message over the same size (an error message; the server's own
+* **Size.** A request body over ``max_body_bytes`` is refused with 413 before the app sees
+  it, and so is a WebSocket message over the same size (an error message; the server's own
   frame limit closes the connection beyond it).
+* **Refusing cleanly.** Before a refusal (401, 413) the guard reads and discards the
+  request's body, up to :data:`DISCARD_FACTOR` times ``max_body_bytes``: a socket closed
+  with unread bytes in it makes the kernel send a reset, which can reach the client before
+  the reply and leave it with "connection reset" instead of the reason. A body beyond that
+  is not read; its sender may see the reset.
 * **Budgets.** A client may choose an episode's budgets; :class:`ServeLimits` caps them. A
   budget asked for above a cap is a 422 that names the cap; the task's own budgets and the
   fields a client left out are clamped to the caps.
@@ -34,6 +39,8 @@ from agentharness.core.task import Budgets
 
 TOKEN_ENV = "AGENTHARNESS_SERVE_TOKEN"
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+# A refused request's body is read and dropped up to this many times the limit (see above).
+DISCARD_FACTOR = 4
 # Served without the token: liveness for load balancers and the (static) API docs.
 OPEN_PATHS = frozenset({"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"})
 
@@ -166,21 +173,32 @@ class Guard:
                     # Refused before the handshake completes: the client sees HTTP 403.
                     await send({"type": "websocket.close", "code": 1008})
                     return
-                await _reply(send, 401, "unauthorized", _unauthorized(scope), bearer=True)
+                await self._refuse(scope, receive, send, 401, "unauthorized", _unauthorized(scope))
                 return
         if kind == "http":
             length = _content_length(scope)
             if length is not None and length > self.max_body_bytes:
-                await _reply(send, 413, "too_large", self._too_large(length))
+                await self._refuse(scope, receive, send, 413, "too_large", self._too_large(length))
                 return
             if length is None and scope.get("method") not in ("GET", "HEAD", "DELETE", "OPTIONS"):
                 # No length given (chunked): read up to the limit before the app sees it.
                 body, over = await _read_limited(receive, self.max_body_bytes)
                 if over:
-                    await _reply(send, 413, "too_large", self._too_large(None))
+                    detail = self._too_large(None)
+                    await self._refuse(scope, receive, send, 413, "too_large", detail)
                     return
                 receive = _replay(body, receive)
         await self.app(scope, receive, send)
+
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, status: int, error: str, detail: str
+    ) -> None:
+        """Reply ``status`` after discarding what fits of the body (see "Refusing cleanly")."""
+        cap = DISCARD_FACTOR * self.max_body_bytes
+        length = _content_length(scope)
+        if length is None or length <= cap:
+            await _discard(receive, cap)
+        await _reply(send, status, error, detail, bearer=status == 401)
 
     def _too_large(self, length: int | None) -> str:
         size = f"{length} bytes" if length is not None else "more than that"
@@ -225,6 +243,18 @@ async def _read_limited(receive: Receive, limit: int) -> tuple[bytes, bool]:
         if not message.get("more_body"):
             break
     return b"".join(chunks), False
+
+
+async def _discard(receive: Receive, cap: int) -> None:
+    """Read and drop the request body until it ends, the client leaves, or ``cap`` bytes."""
+    size = 0
+    while size <= cap:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        size += len(message.get("body", b""))
+        if not message.get("more_body"):
+            return
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
