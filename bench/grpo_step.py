@@ -14,7 +14,8 @@ with ``+``: ``unmerged`` turns ``grpo.MERGE_AGREEING_ROWS`` off (every episode o
 decodes itself), ``uncached`` keeps none of the
 reference model's prompts (``--reference-cache-gb 0``), ``readprompt`` turns
 ``grpo.PROMPT_PASS_IN_ROLLOUTS`` off (the rollouts read the prompt themselves instead of
-decoding on from the training pass's prompt forward). ``--beta`` adds the KL
+decoding on from the training pass's prompt forward), ``pagesuncounted`` leaves mimalloc's
+kept pages out of the activation budget (as before session 49). ``--beta`` adds the KL
 term to the reference model, as the experiment's GRPO stage does (0.04): its reference pass
 is part of the step. ``--instances`` N cycles the steps over N instances, as a curriculum's
 recur (v39's: 13 over 48 steps).
@@ -54,7 +55,7 @@ SWITCHED_OFF = (
 )
 
 
-MODES = ("unmerged", "uncached", "readprompt")
+MODES = ("unmerged", "uncached", "readprompt", "pagesuncounted")
 
 
 def run(
@@ -74,6 +75,8 @@ def run(
         )
         if mode in modes
     )
+    if "pagesuncounted" in modes:
+        switches += "grpo.keeps_freed_pages = lambda: False; "
     entry = (
         ["-c", SWITCHED_OFF.format(switches=switches)] if switches else ["-m", "agentharness.cli"]
     )

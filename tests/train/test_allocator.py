@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from agentharness.train import TrainInputError
 from agentharness.train.allocator import (
     MIMALLOC_SETTINGS,
     chosen_allocator,
+    keeps_freed_pages,
     mimalloc_environment,
     mimalloc_library,
     mimalloc_loaded,
@@ -49,6 +51,18 @@ def test_training_commands_keep_freed_pages() -> None:
     off over a whole stage (the module's docstring)."""
     assert MIMALLOC_SETTINGS[("train", "sft")] == KEEP_PAGES
     assert MIMALLOC_SETTINGS[("train", "grpo")] == KEEP_PAGES
+
+
+def test_kept_pages_are_mimallocs_with_a_negative_purge_delay(monkeypatch: Any) -> None:
+    from agentharness.train import allocator
+
+    monkeypatch.setattr(allocator, "mimalloc_loaded", lambda: True)
+    assert keeps_freed_pages(KEEP_PAGES)
+    for purging in ({}, {"MIMALLOC_PURGE_DELAY": "10"}, {"MIMALLOC_PURGE_DELAY": "0"}):
+        assert not keeps_freed_pages(purging)
+    assert not keeps_freed_pages({"MIMALLOC_PURGE_DELAY": "never"})
+    monkeypatch.setattr(allocator, "mimalloc_loaded", lambda: False)
+    assert not keeps_freed_pages(KEEP_PAGES)  # glibc, whatever mimalloc's options say
 
 
 @pytest.mark.parametrize(

@@ -161,6 +161,7 @@ def test_shared_prompt_equals_the_per_row_pass(tmp_path: Path) -> None:
     completions = [random_ids(n, seed=10 + n) for n in (17, 5, 11, 1)]
     ids, mask, keep = batch([prompt] * 4, completions)
     shared = logps_and_grads(trainer, ids, mask, keep)
+    assert trainer.prompt_sharing.pop("kept_activation_bytes") > 0  # with gradients
     assert trainer.prompt_sharing == {
         "shared_calls": 1,
         "fallback_calls": 0,
@@ -441,6 +442,41 @@ def test_episodes_past_the_activation_budget_are_recomputed_with_the_same_gradie
     assert_same(checkpointed, logps_and_grads(trainer, ids, mask, keep))
 
 
+def test_under_mimalloc_keeping_its_pages_the_last_passs_activations_count_as_reusable(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """mimalloc's kept pages are resident and free, but neither the system's available memory
+    nor glibc's free heap counts them: the limit counts the last pass's kept activations
+    (what went back to those pages after its backward) instead, and only under such an
+    allocator (pages purged go back to the system, which then counts them as available)."""
+    from agentharness.train import grpo
+
+    trainer = make_trainer(tmp_path)
+    monkeypatch.setattr(grpo, "available_memory_bytes", lambda: 6 * 2**30)
+    monkeypatch.setattr(grpo, "free_heap_bytes", lambda: 0)
+    monkeypatch.setattr(grpo, "keeps_freed_pages", lambda: True)
+    assert trainer._activation_limit() == 3 * 2**30  # nothing freed yet
+    ids, mask, keep = batch(
+        [random_ids(30, seed=0)] * 3, [random_ids(n, seed=n) for n in (20, 9, 14)]
+    )
+    with torch.no_grad():  # a pass without gradients (old or reference log-probs) keeps none
+        trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, keep)
+    assert trainer.prompt_sharing["kept_activation_bytes"] == 0
+    assert trainer._activation_limit() == 3 * 2**30
+    logps_and_grads(trainer, ids, mask, keep)
+    kept = trainer.prompt_sharing["kept_activation_bytes"]
+    assert kept > 0 and trainer._last_pass_kept == kept
+    assert trainer._activation_limit() == 0.5 * (6 * 2**30 + kept)
+    logps_and_grads(trainer, ids, mask, keep)  # the same pass again: the last one counts
+    assert trainer.prompt_sharing["kept_activation_bytes"] == 2 * kept
+    assert trainer._activation_limit() == 0.5 * (6 * 2**30 + kept)
+    monkeypatch.setattr(grpo, "free_heap_bytes", lambda: 2 * kept)  # glibc's, when it says more
+    assert trainer._activation_limit() == 0.5 * (6 * 2**30 + 2 * kept)
+    monkeypatch.setattr(grpo, "keeps_freed_pages", lambda: False)
+    monkeypatch.setattr(grpo, "free_heap_bytes", lambda: 0)
+    assert trainer._activation_limit() == 3 * 2**30
+
+
 def test_left_padded_prompts_two_groups_and_an_empty_completion(tmp_path: Path) -> None:
     """Rows of two prompts (the shorter left-padded) in one batch, shuffled as TRL does with
     several groups per step: each prompt is run once; an empty completion scores zeros."""
@@ -564,7 +600,8 @@ def test_train_grpo_on_a_tiny_model_with_a_group_of_4(
     assert summary["options"]["train_dtype"] == resolve_dtype(train_dtype)
     sharing = summary["prompt_sharing"]
     if shared_prompt:
-        assert {k: v for k, v in sharing.items() if not k.endswith("_tokens")} == {
+        assert sharing["kept_activation_bytes"] > 0
+        assert {k: v for k, v in sharing.items() if not k.endswith(("_tokens", "_bytes"))} == {
             "shared_calls": 2,
             "fallback_calls": 0,
             "prompt_passes": 2,

@@ -93,6 +93,22 @@ def running_allocator() -> str:
     return "glibc" if sys.platform.startswith("linux") and not chose_system else "system"
 
 
+def keeps_freed_pages(environ: Mapping[str, str] = os.environ) -> bool:
+    """Does this process run under mimalloc with freed pages kept (a negative
+    ``MIMALLOC_PURGE_DELAY``, as ``train sft`` and ``train grpo`` set)?
+
+    Such pages stay resident and free for the process's next allocations, but neither the
+    system's available memory nor glibc's ``mallinfo2`` counts them, and a release build of
+    mimalloc does not say how much of its committed memory is in use.
+    """
+    if not mimalloc_loaded():
+        return False
+    try:
+        return int(environ.get("MIMALLOC_PURGE_DELAY", "").strip()) < 0
+    except ValueError:
+        return False
+
+
 def mimalloc_environment(
     environ: Mapping[str, str],
     library: Path | None,

@@ -47,7 +47,7 @@ from agentharness.core.registry import get_task, split_task_id, value_for_task
 from agentharness.core.task import Budgets
 from agentharness.store.instances import read_instances
 from agentharness.train import TrainInputError
-from agentharness.train.allocator import running_allocator
+from agentharness.train.allocator import keeps_freed_pages, running_allocator
 from agentharness.train.chat import ChatTemplateError, encode, plain_chat, render
 from agentharness.train.model import (
     RunOptions,
@@ -940,8 +940,9 @@ def shared_prompt_logps(
     not a plain dynamic one) — the caller then uses the per-row path. ``stats`` (if given)
     counts prompt passes, rows with a scored token, the completion tokens computed for one
     row (``row_tokens``) and once for several (``shared_completion_tokens``), how many of
-    them the head scored and how many were recomputed in the backward
-    (``recomputed_tokens``).
+    them the head scored, how many were recomputed in the backward
+    (``recomputed_tokens``) and, with gradients, the activation bytes kept for it as
+    :class:`ActivationBudget` estimates them (``kept_activation_bytes``).
 
     ``prompt_cache`` (without gradients, for a model whose weights do not change: the
     reference model) gives the prompts' keys and values, computing only what it does not
@@ -1105,6 +1106,8 @@ def shared_prompt_logps(
     done = [x for x in logps if x is not None]
     if not done:
         return None  # every completion empty: let TRL build its differentiable zeros
+    if stats is not None and torch.is_grad_enabled():
+        stats["kept_activation_bytes"] = stats.get("kept_activation_bytes", 0) + budget.kept
 
     def padded(rows: list[Any]) -> Any:
         like = next(x for x in rows if x is not None)
@@ -1583,10 +1586,13 @@ def shared_prompt_trainer_class() -> type:
                 "scored_tokens": 0,
                 "shared_completion_tokens": 0,
                 "recomputed_tokens": 0,  # of those, recomputed in the backward (not kept)
+                "kept_activation_bytes": 0,  # estimated, summed over the passes with gradients
                 "skipped_flat_batches": 0,
             }
             # The positions the loss being computed reads (completion_mask * tool_mask).
             self._loss_positions: Any = None
+            # Activation bytes the last pass with gradients kept (freed after its backward).
+            self._last_pass_kept = 0
 
         def _generate(self, prompts: list[Any]) -> Any:
             out = super()._generate(prompts)
@@ -1658,13 +1664,26 @@ def shared_prompt_trainer_class() -> type:
 
         def _activation_limit(self) -> float:
             """Bytes of activations this pass may keep (``keep_activations_gb``; by default
-            half of what the system has available now plus what this process's heap holds
-            freed, which the last step's activations left there; none where the system's
-            figure is unknown)."""
+            half of what the system has available now plus what this process holds freed
+            for reuse, which the last pass's activations left; none where the system's
+            figure is unknown).
+
+            What is held freed: glibc's free heap, or under mimalloc keeping its freed pages
+            (which nothing reports) the last training pass's kept activations, as the budget
+            estimated them: their pages went back to mimalloc, resident, after the backward.
+            The estimate is an upper bound (by ~1.2x for SmolLM2), so the limit settles a
+            little above glibc's; without counting them, 16 thermal steps recomputed 2.5x as
+            many tokens (bench/RESULTS.md, "The AMD EPYC VM with AVX-512 BF16").
+            """
             if self.keep_activations_gb is not None:
                 return self.keep_activations_gb * 2**30
             available = available_memory_bytes()
-            return 0.0 if available is None else 0.5 * (available + free_heap_bytes())
+            if available is None:
+                return 0.0
+            reusable = free_heap_bytes()
+            if keeps_freed_pages():
+                reusable = max(reusable, self._last_pass_kept)
+            return 0.5 * (available + reusable)
 
         def _can_share(self, model: Any, kwargs: dict[str, Any]) -> bool:
             if not self.shared_prompt or self.args.gradient_checkpointing:
@@ -1689,6 +1708,7 @@ def shared_prompt_trainer_class() -> type:
             if self._can_share(model, kwargs):
                 positions = self._read_positions(attention_mask, logits_to_keep)
                 frozen = model is self.ref_model and self.reference_cache is not None
+                kept_before = self.prompt_sharing.get("kept_activation_bytes", 0)
                 with self.accelerator.autocast():
                     shared = shared_prompt_logps(
                         model,
@@ -1704,6 +1724,9 @@ def shared_prompt_trainer_class() -> type:
                         prompt_cache=self.reference_cache if frozen else None,
                         prompt_pass=self.prompt_passes.take if model is self.model else None,
                     )
+                kept = self.prompt_sharing.get("kept_activation_bytes", 0) - kept_before
+                if kept:
+                    self._last_pass_kept = kept
                 if shared is not None:
                     self.prompt_sharing["shared_calls"] += 1
                     return shared[0], shared[1], None
