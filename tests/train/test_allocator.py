@@ -82,12 +82,13 @@ def test_no_restart_where_it_does_not_apply(
 
 def allocator_of_a_process(**env: str) -> str:
     """The allocator a fresh Python process runs under after asking to restart with SFT's
-    options, and its purge delay."""
+    options, its purge delay and whether it keeps freed pages."""
     code = (
         "from agentharness.train.allocator import restart_under_mimalloc, running_allocator\n"
+        "from agentharness.train.allocator import keeps_freed_pages\n"
         f"restart_under_mimalloc({KEEP_PAGES!r})\n"
         "import os\n"
-        "print(running_allocator(), os.environ.get('MIMALLOC_PURGE_DELAY'))\n"
+        "print(running_allocator(), os.environ.get('MIMALLOC_PURGE_DELAY'), keeps_freed_pages())\n"
     )
     clean = {
         k: v
@@ -105,9 +106,10 @@ def allocator_of_a_process(**env: str) -> str:
     mimalloc_library() is None, reason="mimalloc comes with the 'train' extra on Linux x86-64"
 )
 def test_a_process_restarts_under_mimalloc_unless_told_otherwise() -> None:
-    assert allocator_of_a_process() == "mimalloc -1"
-    assert allocator_of_a_process(AGENTHARNESS_MALLOC="glibc") == "glibc None"
-    assert allocator_of_a_process(AGENTHARNESS_MALLOC="system") == "system None"
+    assert allocator_of_a_process() == "mimalloc -1 True"
+    assert allocator_of_a_process(MIMALLOC_PURGE_DELAY="10") == "mimalloc 10 False"
+    assert allocator_of_a_process(AGENTHARNESS_MALLOC="glibc") == "glibc None False"
+    assert allocator_of_a_process(AGENTHARNESS_MALLOC="system") == "system None False"
     assert not mimalloc_loaded()  # this process was never restarted
 
 
