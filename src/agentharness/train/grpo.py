@@ -1673,7 +1673,8 @@ def shared_prompt_trainer_class() -> type:
             estimated them: their pages went back to mimalloc, resident, after the backward.
             The estimate is an upper bound (by ~1.2x for SmolLM2), so the limit settles a
             little above glibc's; without counting them, 16 thermal steps recomputed 2.5x as
-            many tokens (bench/RESULTS.md, "The AMD EPYC VM with AVX-512 BF16").
+            many tokens (the step's time barely changed there: bench/RESULTS.md, "The AMD
+            EPYC VM with AVX-512 BF16").
             """
             if self.keep_activations_gb is not None:
                 return self.keep_activations_gb * 2**30
