@@ -196,6 +196,26 @@ def test_episode_for_takes_a_turn_budget_over_the_tasks() -> None:
             episode_for(instance, max_turns=bad)  # type: ignore[arg-type]
 
 
+def test_episodes_take_the_budgets_the_task_gives_their_instance() -> None:
+    """``Interaction.budgets_for``: harmony gives eight altered notes more turns than five."""
+    from agentharness.core.registry import episode_for
+    from agentharness.core.task import Budgets
+
+    spec = get_task("harmony")
+    env = make("harmony", "hard", n_errors=8, n_chords=16)
+    episode = env.reset(seed=0)
+    assert episode.budgets == spec.interaction.budgets_for(episode.instance)
+    assert episode.budgets.max_turns > spec.interaction.budgets.max_turns
+    assert episode_for(episode.instance).budgets == episode.budgets
+    assert make("harmony", "hard").reset(seed=0).budgets == spec.interaction.budgets
+    # Budgets given explicitly win over the task's, for every instance.
+    mine = Budgets(max_turns=3)
+    assert make("harmony", "hard", budgets=mine, n_errors=8, n_chords=16).reset(seed=0).budgets == (
+        mine
+    )
+    assert episode_for(episode.instance, mine).budgets == mine
+
+
 def test_instances_and_prompts_do_not_depend_on_the_process_hash_seed() -> None:
     """Same task version, config and seed, same instance and prompt in any process: a
     generator that iterated a set of strings would differ under another PYTHONHASHSEED."""

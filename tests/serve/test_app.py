@@ -103,6 +103,17 @@ def test_knobs_budgets_and_a_drawn_seed(http: httpx.Client) -> None:
     )
 
 
+def test_an_episode_gets_the_budgets_the_task_gives_its_instance(http: httpx.Client) -> None:
+    # harmony's turn budget grows with the altered notes (the n_errors knob)
+    spec = get_task("harmony")
+    created = open_episode(http, task="harmony", seed=0, difficulty="hard", knobs={"n_errors": 8})
+    local = spec.instance(0, "hard", n_errors=8)
+    assert created["budgets"]["max_turns"] == spec.interaction.budgets_for(local).max_turns == 22
+    stored = open_episode(http, instance=local.model_dump(mode="json"))
+    assert stored["budgets"] == created["budgets"]
+    assert open_episode(http, task="harmony", seed=0)["budgets"]["max_turns"] == 16
+
+
 def test_a_stored_instance_replays(http: httpx.Client) -> None:
     instance = get_task("guess").instance(4, "hard")
     created = open_episode(http, instance=instance.model_dump(mode="json"))

@@ -13,7 +13,7 @@ from agentharness.core.episode import Episode
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, assistant
 from agentharness.core.registry import episode_for
-from agentharness.core.task import TaskConfigError
+from agentharness.core.task import TaskConfigError, UnsatisfiableKnobsError
 from agentharness.tasks.escape_room import TASK
 from agentharness.tasks.escape_room.config import EscapeRoomConfig
 from agentharness.tasks.escape_room.generator import EscapeRoomGenerator
@@ -158,7 +158,7 @@ def test_generator_redraws_and_fails_loudly() -> None:
     class Never(EscapeRoomGenerator):
         max_attempts = 0
 
-    with pytest.raises(RuntimeError, match="could not build"):
+    with pytest.raises(UnsatisfiableKnobsError, match="could not build"):
         Never().generate(EscapeRoomConfig(), 0)
 
 

@@ -131,6 +131,21 @@ def test_bad_knobs_are_rejected() -> None:
         SPEC.make_config("easy", n_chords=40)
 
 
+def test_turn_budget_grows_with_the_altered_notes() -> None:
+    # The expert takes two turns an altered note plus a check and the submission; the
+    # presets' 16 turns hold five notes, the n_errors knob goes to eight.
+    for difficulty in SPEC.difficulties:
+        for seed in range(3):
+            inst = _instance(seed, difficulty)
+            assert SPEC.interaction.budgets_for(inst) == SPEC.interaction.budgets
+    for seed in range(2):
+        inst = _instance(seed, "hard", n_errors=8, n_chords=16)
+        budgets = SPEC.interaction.budgets_for(inst)
+        assert budgets.max_turns == 22 and episode_for(inst).budgets == budgets
+        ep = run_expert(inst)
+        assert ep.end_reason == "answered" and ep.reward().total == 1.0
+
+
 def test_knob_without_parallels_injects_only_that_kind() -> None:
     inst = _instance(3, "medium", error_types=("range",))
     assert {x["error_type"] for x in inst.hidden["injected"]} == {"range"}

@@ -935,8 +935,32 @@ def test_expert_probes_single_heaters_when_the_budget_is_short() -> None:
     assert [r.name for r in mine[:3]] == ["simulate", "simulate", "solve_linear"]
     assert [r.arguments["powers"] for r in mine[:2]] == [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
     assert "probe_heaters" not in [r.name for r in mine] and not any(r.is_error for r in mine[:3])
-    # The budget is spent before a check: the expert submits its best simulation.
-    assert ep.end_reason == "answered"
+    # The budget is spent before a check: the expert submits the solved powers unchecked.
+    assert ep.end_reason == "answered" and ep.tool_calls[-1].name == "submit_powers"
+    solved = [min(max(p, 0.0), pub.max_power_w) for p in ep.tool_calls[-2].data["x"]]
+    assert ep.tool_calls[-1].arguments["powers"] == solved
+    assert ep.reward().success
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_a_simulation_per_heater_is_enough_for_the_expert(difficulty: str) -> None:
+    # max_simulations == n_heaters: probe each heater once, solve, submit without a check.
+    n = ThermalConfig.model_validate(TASK.difficulties[difficulty]).n_heaters
+    for seed in range(2):
+        ep = run_expert(TASK.instance(seed, difficulty, max_simulations=n))
+        assert ep.reward().success, ep.reward().explanation
+        assert sum(c.name == "simulate" for c in ep.tool_calls) == 0
+
+
+def test_knobs_that_leave_a_plate_unsolvable_are_rejected() -> None:
+    # One heater is a uniform setting, one monitor is hit by a uniform setting: the
+    # generator could never draw them, so the config says so at once.
+    for knobs in ({"n_heaters": 1}, {"n_monitors": 1}):
+        with pytest.raises(TaskConfigError, match="greater than or equal to 2"):
+            TASK.make_config("easy", **knobs)
+    with pytest.raises(TaskConfigError, match=r"cannot measure 5 heaters.*>= 5"):
+        TASK.make_config("hard", max_simulations=4)
+    assert TASK.make_config("hard", max_simulations=5)
 
 
 def test_expert_falls_back_to_the_linear_program_then_its_best(

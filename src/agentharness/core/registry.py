@@ -294,7 +294,8 @@ class Env:
         self.spec = spec
         self.difficulty = difficulty
         self.config = spec.make_config(difficulty, **knobs)
-        self.budgets = budgets or spec.interaction.budgets
+        # None: each episode takes the task's budgets for its instance
+        self.budgets = budgets
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -311,7 +312,8 @@ class Env:
             instance = self.generate(seed)
         elif instance.task != self.spec.id:
             raise ValueError(f"instance is for {instance.task}, this env is {self.spec.id}")
-        return Episode(spec=self.spec, instance=instance, budgets=self.budgets)
+        budgets = self.budgets or self.spec.interaction.budgets_for(instance)
+        return Episode(spec=self.spec, instance=instance, budgets=budgets)
 
 
 def make(
@@ -349,7 +351,7 @@ def episode_for(
     a training row was exported with, so a trainer plays it as the evaluation does).
     """
     spec = get_task(instance.task)
-    budgets = budgets or spec.interaction.budgets
+    budgets = budgets or spec.interaction.budgets_for(instance)
     if max_turns is not None:
         turns = positive_turns(max_turns)
         budgets = budgets.override(max_turns=turns)

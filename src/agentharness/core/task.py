@@ -45,6 +45,11 @@ class TaskConfigError(ValueError):
     """A difficulty or knob that the task does not accept."""
 
 
+class UnsatisfiableKnobsError(TaskConfigError):
+    """Knobs each accepted alone under which the generator drew no valid instance for a seed
+    in its bounded number of attempts; the message names the knobs to loosen."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """What a generator returns: the data shown to the agent and the hidden truth."""
@@ -95,6 +100,11 @@ class Interaction(Generic[W_contra]):
 
     def __init__(self, budgets: Budgets | None = None) -> None:
         self.budgets = budgets or Budgets()
+
+    def budgets_for(self, instance: Instance) -> Budgets:
+        """The budgets of an episode on ``instance``: :attr:`budgets`, unless the task scales
+        them with the instance (a knob that adds work must add the turns to do it)."""
+        return self.budgets
 
     def on_no_tool_call(
         self, instance: Instance, world: W_contra, message: Message, nudges: int

@@ -346,7 +346,7 @@ class EpisodeSource:
         try:
             budgets = None
             if self.budget_overrides:
-                own = get_task(instance.task).interaction.budgets
+                own = get_task(instance.task).interaction.budgets_for(instance)
                 budgets = own.override(**self.budget_overrides)
         except Exception as e:
             error = f"the budget overrides do not fit {instance.task}: {describe_error(e)}"

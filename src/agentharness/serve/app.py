@@ -321,7 +321,7 @@ def _build_episode(req: CreateEpisode, limits: ServeLimits) -> Episode:
                 "bad_request",
                 f"`instance` is for {spec.id} but `task` says {req.task}; drop `task` or fix it.",
             )
-        budgets = _budgets(req, spec.interaction.budgets, limits)
+        budgets = _budgets(req, spec.interaction.budgets_for(req.instance), limits)
         try:
             return episode_for(req.instance, budgets)
         except Exception as e:
@@ -337,10 +337,11 @@ def _build_episode(req: CreateEpisode, limits: ServeLimits) -> Episode:
             "bad_request",
             "give `task` (GET /tasks lists them) and optionally `seed`, or a stored `instance`.",
         )
-    budgets = _budgets(req, get_task(req.task).interaction.budgets, limits)
-    env = make(req.task, difficulty=req.difficulty or "medium", budgets=budgets, **req.knobs)
+    env = make(req.task, difficulty=req.difficulty or "medium", **req.knobs)
     seed = req.seed if req.seed is not None else secrets.randbelow(2**31)
-    return env.reset(seed=seed)
+    instance = env.generate(seed)
+    budgets = _budgets(req, env.spec.interaction.budgets_for(instance), limits)
+    return Episode(spec=env.spec, instance=instance, budgets=budgets)
 
 
 def _budgets(req: CreateEpisode, default: Budgets, limits: ServeLimits) -> Budgets:

@@ -283,7 +283,7 @@ class EpisodeRoller:
         self.prompt_pass: Callable[[list[int]], list[tuple[Any, Any]] | None] | None = None
 
     def budgets(self, instance: Instance) -> Budgets:
-        own = get_task(instance.task).interaction.budgets
+        own = get_task(instance.task).interaction.budgets_for(instance)
         turns, _ = self.opts.budget_of(instance.task)
         return own.override(max_turns=min(own.max_turns, turns))
 

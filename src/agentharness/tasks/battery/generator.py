@@ -30,7 +30,7 @@ import numpy as np
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
-from agentharness.core.task import Problem
+from agentharness.core.task import Problem, UnsatisfiableKnobsError
 from agentharness.tasks.battery.config import BatteryConfig
 from agentharness.tasks.battery.problem import Design, Hidden, Public, SeedDesign
 from agentharness.tasks.battery.simulator import (
@@ -166,9 +166,9 @@ def _generate_cached(config_json: str, seed: int) -> Problem:
         problem = _attempt(config, rng, attempt)
         if problem is not None:
             return problem
-    raise ValueError(
-        f"could not draw a solvable cell-design problem in {MAX_ATTEMPTS} attempts; widen "
-        "the thickness range or lower the C-rates"
+    raise UnsatisfiableKnobsError(
+        f"battery: could not draw a solvable cell-design problem in {MAX_ATTEMPTS} attempts "
+        f"for seed {seed}; widen the thickness range, lower the C-rates or min_utilization"
     )
 
 

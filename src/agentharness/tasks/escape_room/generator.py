@@ -28,7 +28,7 @@ from pydantic import TypeAdapter
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
-from agentharness.core.task import Problem
+from agentharness.core.task import Problem, UnsatisfiableKnobsError
 from agentharness.tasks.escape_room.config import EscapeRoomConfig
 from agentharness.tasks.escape_room.problem import Goal, Hidden, Public, WorldSpec
 from agentharness.tasks.escape_room.simulator import (
@@ -261,7 +261,12 @@ class EscapeRoomGenerator:
             return Problem(
                 public=public.model_dump(mode="json"), hidden=hidden.model_dump(mode="json")
             )
-        raise RuntimeError(f"could not build a verified escape room for seed {seed}: {last_error}")
+        why = f" (last: {last_error})" if last_error else ""
+        raise UnsatisfiableKnobsError(
+            f"escape_room: could not build a verified escape room for seed {seed}{why}; "
+            "loosen the knobs (more rooms, fewer locked_doors, a shorter "
+            "chain_length)"
+        )
 
     def prompt(self, instance: Instance) -> list[Message]:
         p = instance.public_as(Public)

@@ -21,7 +21,7 @@ import numpy as np
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
-from agentharness.core.task import Problem
+from agentharness.core.task import Problem, UnsatisfiableKnobsError
 from agentharness.tasks.finance.config import FinanceConfig
 from agentharness.tasks.finance.problem import ConditionSpec, Hidden, Public
 from agentharness.tasks.finance.simulator import (
@@ -296,7 +296,7 @@ def _generate_cached(config_json: str, seed: int) -> Problem:
         problem = _try_draw(config, rng, attempt)
         if problem is not None:
             return problem
-    raise ValueError(
+    raise UnsatisfiableKnobsError(
         f"no solvable finance instance in {MAX_ATTEMPTS} draws for seed {seed}; "
         "loosen the knobs (fewer n_conditions or conflict_pairs, wider band, smaller margin)."
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
-from agentharness.core.task import Problem
+from agentharness.core.task import Problem, UnsatisfiableKnobsError
 from agentharness.tasks.flange.config import FlangeConfig
 from agentharness.tasks.flange.problem import Drawing, Hidden, Public, Solution
 from agentharness.tasks.flange.simulator import (
@@ -91,7 +91,11 @@ class FlangeGenerator:
             problem = self._attempt(config, rng, seed)
             if problem is not None:
                 return problem
-        raise RuntimeError(f"flange: no solvable instance after {MAX_ATTEMPTS} draws (seed {seed})")
+        raise UnsatisfiableKnobsError(
+            f"flange: no solvable instance after {MAX_ATTEMPTS} draws for seed {seed}; loosen "
+            "the knobs (a larger budget_slack, a smaller exclude_unconstrained_best, a wider "
+            "bore range)"
+        )
 
     def _attempt(self, config: FlangeConfig, rng: random.Random, seed: int) -> Problem | None:
         bore = _round_to(rng.uniform(config.bore_min_mm, config.bore_max_mm), 5.0)

@@ -5,14 +5,17 @@ from __future__ import annotations
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message
 from agentharness.core.task import Budgets, Interaction
+from agentharness.tasks.harmony.problem import Public
 from agentharness.tasks.harmony.tools import HarmonyWorld
 
-# Checking, asking for options and re-checking fit easily; the expert needs 4 turns on
-# easy (one altered note) and about 8 on hard.
+# Checking, asking for options and re-checking fit easily: the expert takes 2 turns per
+# altered note plus a check and the submission (4 on easy, 12 on hard's five notes).
 BUDGETS = Budgets(
     max_turns=16,
     max_tool_calls=30,
 )
+# Turns an instance gets beyond the expert's 2 per altered note (the presets' 16 at <= 5).
+SLACK_TURNS = 6
 
 
 class HarmonyInteraction(Interaction[HarmonyWorld]):
@@ -20,6 +23,12 @@ class HarmonyInteraction(Interaction[HarmonyWorld]):
 
     def __init__(self) -> None:
         super().__init__(BUDGETS)
+
+    def budgets_for(self, instance: Instance) -> Budgets:
+        """More altered notes (the ``n_errors`` knob goes to 8) take more turns to repair."""
+        altered = instance.public_as(Public).n_altered
+        turns = max(BUDGETS.max_turns, 2 * altered + SLACK_TURNS)
+        return BUDGETS.override(max_turns=turns, max_tool_calls=max(BUDGETS.max_tool_calls, turns))
 
     def on_no_tool_call(
         self, instance: Instance, world: HarmonyWorld, message: Message, nudges: int

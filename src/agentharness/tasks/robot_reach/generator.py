@@ -23,7 +23,7 @@ import numpy as np
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
-from agentharness.core.task import Problem
+from agentharness.core.task import Problem, UnsatisfiableKnobsError
 from agentharness.tasks.robot_reach.config import RobotReachConfig
 from agentharness.tasks.robot_reach.problem import Hidden, Public, Start
 from agentharness.tasks.robot_reach.simulator import Arm, Obstacle, Scene, scene_from_public
@@ -42,9 +42,10 @@ class RobotReachGenerator:
             problem = _draw(config, rng)
             if problem is not None:
                 return problem
-        raise RuntimeError(
+        raise UnsatisfiableKnobsError(
             f"robot_reach: no verifiable instance after {MAX_ATTEMPTS} draws for seed {seed}; "
-            "loosen the knobs (fewer obstacles, larger obstacle_gap or smaller obstacle_radius)."
+            "loosen the knobs (fewer obstacles, a larger obstacle_gap, tolerance or "
+            "joint_limit_deg, or a smaller obstacle_radius)."
         )
 
     def prompt(self, instance: Instance) -> list[Message]:

@@ -30,8 +30,12 @@ class ThermalConfig(BaseModel):
         20.0, ge=-20.0, le=50.0, description="ambient and edge temperature (°C)"
     )
     heater_radius_mm: float = Field(8.0, ge=2.0, le=40.0, description="Gaussian radius of a heater")
-    n_heaters: int = Field(3, ge=1, le=12, description="number of heaters (controls)")
-    n_monitors: int = Field(3, ge=1, le=12, description="number of monitor points (targets)")
+    # At least two of each: one heater is a uniform setting, and one monitor is hit by some
+    # uniform setting, so a blind power sweep would solve it (the generator redraws those).
+    n_heaters: int = Field(3, ge=2, le=12, description="number of heaters (controls), 2 or more")
+    n_monitors: int = Field(
+        3, ge=2, le=12, description="number of monitor points (targets), 2 or more"
+    )
     max_power_w: float = Field(
         30.0, gt=0.0, le=500.0, description="upper bound on each heater's power"
     )
@@ -73,6 +77,12 @@ class ThermalConfig(BaseModel):
             )
         if self.heater_radius_mm * 4 > self.plate_mm:
             raise ValueError("heater_radius_mm must be at most a quarter of plate_mm")
+        if self.max_simulations < self.n_heaters:
+            # Each heater's response must be measured once; fewer leave it a guess.
+            raise ValueError(
+                f"max_simulations={self.max_simulations} cannot measure {self.n_heaters} "
+                f"heaters (one simulation each); use max_simulations >= {self.n_heaters}"
+            )
         return self
 
 

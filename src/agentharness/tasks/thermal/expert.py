@@ -147,6 +147,10 @@ class ThermalExpert:
             if solver == "solve_linear" and any(p < 0.0 or p > self.p_max for p in powers):
                 self.fallback = [min(max(p, 0.0), self.p_max) for p in powers]
                 return self._solve(response, b, refinement=False, solver="minimize_max")
+            if left == 0:
+                # (a max_simulations knob below n_heaters + 1) nothing left to check them with
+                clipped = [min(max(p, 0.0), self.p_max) for p in powers]
+                return self._submit(clipped, "No simulations are left to check them: I submit.")
             return self._check(powers, b, solver)
         # kind == "check": the simulation of computed powers (a successful one was submitted).
         refinements = sum(1 for x in self.mine.values() if x.kind == "solve" and x.refinement)

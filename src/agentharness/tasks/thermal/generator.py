@@ -19,7 +19,7 @@ import numpy as np
 
 from agentharness.core.instance import Instance
 from agentharness.core.messages import Message, system, user
-from agentharness.core.task import Problem
+from agentharness.core.task import Problem, UnsatisfiableKnobsError
 from agentharness.tasks.thermal.config import ThermalConfig
 from agentharness.tasks.thermal.problem import Heater, Hidden, Monitor, Plate, Public, target_rise
 from agentharness.tasks.thermal.simulator import (
@@ -66,8 +66,9 @@ class ThermalGenerator:
             problem = _attempt(config, rng)
             if problem is not None:
                 return problem
-        raise ValueError(
-            f"could not draw a well-posed plate in {MAX_ATTEMPTS} attempts; use fewer "
+        raise UnsatisfiableKnobsError(
+            f"thermal: could not draw a well-posed plate in {MAX_ATTEMPTS} attempts for seed "
+            f"{seed}; use fewer "
             "heaters/monitors, a smaller heater_radius_mm or a larger plate, a larger "
             "max_power_w, or relax lazy_gap / max_lucky_hit"
         )
