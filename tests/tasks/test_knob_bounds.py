@@ -21,15 +21,21 @@ TASKS = [spec.id for spec in all_tasks() if not spec.address]
 
 
 def bounds(field: FieldInfo) -> list[Any]:
-    """The field's inclusive bounds (both values for a flag); none for other kinds."""
+    """The field's extreme accepted values (both for a flag; just inside an exclusive bound);
+    none for other kinds."""
     if field.annotation is bool:
         return [True, False]
+    step = 1 if field.annotation is int else 1e-6
     values: list[Any] = []
     for limit in field.metadata:
         if isinstance(limit, at.Ge):
             values.append(limit.ge)
         elif isinstance(limit, at.Le):
             values.append(limit.le)
+        elif isinstance(limit, at.Gt):
+            values.append(limit.gt + step)
+        elif isinstance(limit, at.Lt):
+            values.append(limit.lt - step)
     return values
 
 
