@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from toy_task import GUESS, GuessExpert, guess_reward
+from pydantic import BaseModel, Field
+from toy_task import GUESS, GuessConfig, GuessExpert, GuessGenerator, guess_reward
 
-from agentharness.conformance import adversarial_check, check_task
+from agentharness.conformance import adversarial_check, check_task, knob_extremes
 from agentharness.core import Instance, Reward, TaskSpec, World, registry
 from agentharness.core.episode import Trajectory
 from agentharness.core.registry import all_tasks, builtin_task_names
+from agentharness.core.task import Budgets, Interaction, Problem, UnsatisfiableKnobsError
 
 
 def test_builtin_tasks_are_registered() -> None:
@@ -39,7 +41,7 @@ def test_task_conforms(spec) -> None:
     failures = [f"{r.name}: {r.detail}" for r in report.results if not r.passed]
     assert report.adversarial is not None
     assert not failures, "\n".join(failures) + "\n" + report.adversarial.table()
-    assert [r.name for r in report.results][-1] == "adversarial" and len(report.results) == 7
+    assert [r.name for r in report.results][-1] == "adversarial" and len(report.results) == 8
 
 
 # -- the adversarial check catches reward hacks -----------------------------------------
@@ -62,6 +64,64 @@ def test_an_honest_task_passes_and_the_table_shows_every_policy() -> None:
     table = report.table()
     assert table.splitlines()[0].split() == ["policy", "easy", "medium", "hard"]
     assert "margin" in table.splitlines()[-1]
+
+
+# -- knob bounds -------------------------------------------------------------------------
+
+
+class WideGuessConfig(BaseModel):
+    high: int = Field(100, ge=2, le=10**9)
+
+
+def _knob_bounds(spec: TaskSpec) -> tuple[bool, str]:
+    report = check_task(spec, seeds=2, adversarial_seeds=0)
+    (result,) = [r for r in report.results if r.name == "knob_bounds"]
+    return result.passed, result.detail
+
+
+def test_knob_bounds_pass_an_honest_task_and_name_the_extremes() -> None:
+    assert knob_extremes(WideGuessConfig) == {"high": [2, 10**9]}
+    passed, detail = _knob_bounds(GUESS)
+    assert passed and detail.startswith("3 drawn"), detail
+
+
+def test_knob_bounds_flag_a_budget_the_knob_outgrows(monkeypatch: pytest.MonkeyPatch) -> None:
+    # bisecting 1..10^9 takes 30 probes: 16 turns hold the presets (at most 14), not that
+    spec = _variant(
+        monkeypatch,
+        name="guess_wide",
+        config_model=WideGuessConfig,
+        interaction=Interaction(Budgets(max_turns=16)),
+    )
+    passed, detail = _knob_bounds(spec)
+    assert not passed and "high=1000000000" in detail and "max_turns" in detail, detail
+    assert "budgets_for" in detail
+
+
+def test_knob_bounds_flag_a_generator_that_crashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Fragile(GuessGenerator):
+        def generate(self, config: GuessConfig, seed: int) -> Problem:
+            if config.high > 10**6:
+                raise RuntimeError("overflow")  # not a TaskConfigError: unexplained
+            return super().generate(config, seed)
+
+    spec = _variant(
+        monkeypatch, name="guess_fragile", config_model=WideGuessConfig, generator=Fragile()
+    )
+    passed, detail = _knob_bounds(spec)
+    assert not passed and "RuntimeError: overflow" in detail, detail
+
+    class Clear(GuessGenerator):
+        def generate(self, config: GuessConfig, seed: int) -> Problem:
+            if config.high > 10**6:
+                raise UnsatisfiableKnobsError("guess_clear: no room that large; lower high")
+            return super().generate(config, seed)
+
+    spec = _variant(
+        monkeypatch, name="guess_clear", config_model=WideGuessConfig, generator=Clear()
+    )
+    passed, detail = _knob_bounds(spec)
+    assert passed and "3 drawn, 3 refused" in detail, detail
 
 
 def test_paying_for_any_answer_fails_with_a_hint(monkeypatch: pytest.MonkeyPatch) -> None:

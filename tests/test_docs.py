@@ -26,7 +26,7 @@ def test_the_walkthrough_task_passes_the_whole_check(monkeypatch: pytest.MonkeyP
     report = check_task(lock, seeds=3)  # type: ignore[arg-type]
     failures = [f"{r.name}: {r.detail}" for r in report.results if not r.passed]
     assert not failures, "\n".join(failures)
-    assert report.adversarial is not None and len(report.results) == 7
+    assert report.adversarial is not None and len(report.results) == 8
 
 
 def test_the_pages_link_to_each_other() -> None:

@@ -7,6 +7,9 @@
 * bad tool arguments and malformed turns give messages, not exceptions;
 * imitable: every number the expert acts on was visible before it acted
   (:mod:`agentharness.imitability`), unless the task declares ``imitable=False``;
+* knob bounds: every knob at each of its extreme accepted values, on every difficulty,
+  gives an instance or a :class:`~agentharness.core.task.TaskConfigError` that names the
+  task, and the expert never runs out of the budgets the task gives that instance;
 * adversarial: no lazy policy earns reward (see :func:`adversarial_check`).
 
 A task without an expert (an adapted environment with no model of its dynamics) skips
@@ -17,11 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import statistics
 import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
+
+import annotated_types
+from pydantic import BaseModel
 
 from agentharness.agents.base import Agent
 from agentharness.agents.lazy import (
@@ -39,7 +47,7 @@ from agentharness.agents.lazy import (
 from agentharness.agents.scripted import ExpertAgent, NothingAgent, RandomAgent
 from agentharness.core.instance import Instance
 from agentharness.core.registry import episode_for
-from agentharness.core.task import TaskSpec
+from agentharness.core.task import TaskConfigError, TaskSpec
 from agentharness.rollout.runner import run_one
 from agentharness.store.run import RunDir
 from agentharness.store.schema import EpisodeRecord
@@ -60,6 +68,9 @@ BAD_ARGUMENTS: tuple[dict[str, object] | str, ...] = (
     "not json",
     "[1, 2]",
 )
+
+# How an episode ends when it runs out of a budget (not of ideas).
+BUDGET_ENDS = ("max_turns", "max_tool_calls", "max_tokens", "timeout")
 
 ADVERSARIAL_SEEDS = 30
 LAZY_MEAN_LIMIT = 0.2
@@ -100,6 +111,36 @@ def _mean_reward(agent: Agent, instances: list[Instance]) -> float:
         return out
 
     return statistics.fmean(asyncio.run(go()))
+
+
+def _number(bound: object) -> float:
+    """A numeric bound as a number (nan for any other kind, which is then left out)."""
+    return bound if isinstance(bound, int | float) else math.nan
+
+
+def knob_extremes(config_model: type[BaseModel]) -> dict[str, list[Any]]:
+    """Each bounded knob's extreme accepted values: both for a flag, the bound itself for an
+    inclusive one, just inside an exclusive one (1 for whole numbers, 1e-6 otherwise)."""
+    extremes: dict[str, list[Any]] = {}
+    for name, field_info in config_model.model_fields.items():
+        if field_info.annotation is bool:
+            extremes[name] = [True, False]
+            continue
+        inside = 1 if field_info.annotation is int else 1e-6
+        values: list[float] = []
+        for bound in field_info.metadata:
+            if isinstance(bound, annotated_types.Ge):
+                values.append(_number(bound.ge))
+            elif isinstance(bound, annotated_types.Le):
+                values.append(_number(bound.le))
+            elif isinstance(bound, annotated_types.Gt):
+                values.append(_number(bound.gt) + inside)
+            elif isinstance(bound, annotated_types.Lt):
+                values.append(_number(bound.lt) - inside)
+        finite = [v for v in values if math.isfinite(v)]
+        if finite:
+            extremes[name] = finite
+    return extremes
 
 
 def check_task(
@@ -222,6 +263,30 @@ def check_task(
             return found.summary()
         return f"declared not imitable: {found.summary()}"
 
+    def knob_bounds() -> str:
+        drawn = refused = 0
+        for name, values in knob_extremes(spec.config_model).items():
+            for value, difficulty in itertools.product(values, spec.difficulties):
+                where = f"{difficulty}, {name}={value!r}"
+                try:
+                    instance = spec.instance(0, difficulty, **{name: value})
+                except TaskConfigError as e:
+                    assert spec.name in str(e), (
+                        f"{where}: the error does not say which task refused: {e}"
+                    )
+                    refused += 1
+                    continue
+                drawn += 1
+                if spec.expert is None:
+                    continue
+                ep, _ = asyncio.run(run_one(instance, ExpertAgent().policy(instance)))
+                assert ep.end_reason not in BUDGET_ENDS, (
+                    f"{where}: the expert ran out of budget ({ep.end_reason} at "
+                    f"{ep.budgets}); let the task's Interaction.budgets_for grow with the knob, "
+                    "or bound the knob"
+                )
+        return f"{drawn} drawn, {refused} refused with a message naming the task"
+
     guarded("determinism", determinism)
     if instances and spec.expert is None:
         for name in ("expert_solves", "baselines_lower", "imitable"):
@@ -236,6 +301,7 @@ def check_task(
         guarded("bad_input", bad_input)
         if spec.expert is not None:
             guarded("imitable", imitable)
+        guarded("knob_bounds", knob_bounds)
         if adversarial_seeds > 0:
             guarded("adversarial", adversarial)
     return report

@@ -20,7 +20,9 @@ FILES: dict[str, str] = {
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import math
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class NumguessConfig(BaseModel):
@@ -28,6 +30,16 @@ class NumguessConfig(BaseModel):
 
     high: int = Field(200, ge=50, le=1_000_000, description="the secret is in 1..high")
     max_probes: int = Field(9, ge=1, le=40, description="probe calls allowed")
+
+    @model_validator(mode="after")
+    def _enough_probes(self) -> NumguessConfig:
+        need = math.ceil(math.log2(self.high))
+        if self.max_probes < need:
+            raise ValueError(
+                f"max_probes={self.max_probes} cannot search 1..{self.high}: "
+                f"a binary search needs {need}"
+            )
+        return self
 
 
 DIFFICULTIES: dict[str, dict[str, int]] = {
