@@ -319,7 +319,10 @@ class Env:
 def make(
     task_id: str, difficulty: str = "medium", budgets: Budgets | None = None, **knobs: Any
 ) -> Env:
-    """An :class:`Env` for ``task_id`` (``name`` or ``name-vN``) at ``difficulty``."""
+    """An :class:`Env` for ``task_id`` (``name`` or ``name-vN``) at ``difficulty``.
+
+    ``budgets`` applies to every episode; without it each takes the task's budgets for its
+    instance (``Interaction.budgets_for``)."""
     return Env(get_task(task_id), difficulty=difficulty, budgets=budgets, **knobs)
 
 
