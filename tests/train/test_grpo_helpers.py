@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from agentharness.core.registry import get_task
 from agentharness.train import TrainInputError
-from agentharness.train.grpo import GRPOOptions, _matches, _training_rows, train_grpo
+from agentharness.train.grpo import (
+    EpisodeRoller,
+    GRPOOptions,
+    _matches,
+    _training_rows,
+    train_grpo,
+)
 
 
 def test_task_filter_takes_versioned_ids_and_bare_names() -> None:
@@ -83,6 +91,20 @@ def test_a_task_plays_its_own_budget_and_others_the_default() -> None:
     assert opts.budget_of("robot_reach-v6") == (2, 2)
     assert opts.budget_of("harmony-v5") == (5, 96)
     assert opts.budget_of("thermal-v6") == (5, 192)
+
+
+def test_an_episode_plays_the_budgets_its_task_gives_its_instance() -> None:
+    """The task's budgets for the instance (harmony's grow with the altered notes), capped by
+    the turns GRPO plays the task under."""
+    spec = get_task("harmony")
+    eight = spec.instance(0, "hard", n_errors=8, n_chords=16)
+    # only budgets() runs: a stand-in with the options, no model
+    roller: Any = SimpleNamespace(opts=GRPOOptions(max_turns=40, max_new_tokens=96))
+    assert EpisodeRoller.budgets(roller, eight) == spec.interaction.budgets_for(eight)
+    assert EpisodeRoller.budgets(roller, eight).max_turns == 22
+    assert EpisodeRoller.budgets(roller, spec.instance(0, "hard")).max_turns == 16
+    roller.opts = GRPOOptions(max_turns=5, max_new_tokens=96)
+    assert EpisodeRoller.budgets(roller, eight).max_turns == 5
 
 
 @pytest.mark.parametrize(
