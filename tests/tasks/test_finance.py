@@ -145,6 +145,15 @@ def test_knobs() -> None:
         SPEC.make_config("medium", no_such_knob=1)
 
 
+def test_tolerance_is_at_least_a_few_cents() -> None:
+    # Values are printed in cents, so an identity over seven of them can be off by 0.035.
+    with pytest.raises(TaskConfigError, match="tolerance"):
+        SPEC.make_config("medium", tolerance=0.01)
+    for seed in range(3):
+        ep = run_agent(ExpertAgent(), _instance(seed, "hard", tolerance=0.05))
+        assert ep.reward().success, seed
+
+
 def test_unsatisfiable_knobs_raise_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(generator, "MAX_ATTEMPTS", 2)
     config = FinanceConfig.model_validate(

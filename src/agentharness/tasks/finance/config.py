@@ -49,8 +49,14 @@ class FinanceConfig(BaseModel):
         description="Relative slack by which the hidden forecast beats every target "
         "(solvability margin).",
     )
+    # Values travel in cents (the tools print them so), and an identity over k rounded items
+    # can be off by k half-cents; below a few cents no forecast read from a tool can hold.
     tolerance: float = Field(
-        0.5, gt=0.0, le=10.0, description="Absolute tolerance of the accounting identities."
+        0.5,
+        ge=0.05,
+        le=10.0,
+        description="Absolute tolerance of the accounting identities (at least 0.05: values "
+        "are kept in cents and an identity sums up to seven of them).",
     )
     min_credited: int = Field(
         1,
