@@ -136,6 +136,10 @@ def test_config_knobs_and_validation() -> None:
         SPEC.make_config("easy", big_blind=5)
     with pytest.raises(TaskConfigError):
         SPEC.make_config("easy", n_hands=0)
+    with pytest.raises(
+        TaskConfigError, match="for holdem-v2: min_edge_bb=300 can never be reached"
+    ):
+        SPEC.make_config("easy", n_hands=2, stack_bb=100, min_edge_bb=300)
     inst = _instance(0, "easy", n_hands=2, bot_style="tight", big_blind=10, min_edge_bb=5)
     assert inst.hidden_as(Hidden).session.big_blind == 10
     assert inst.hidden_as(Hidden).session.stack == 1000

@@ -191,8 +191,12 @@ class TaskSpec(Generic[W]):
         try:
             return self.config_model.model_validate({**self.difficulties[difficulty], **knobs})
         except ValidationError as e:
+            # A rule over several knobs (a model validator) has no location; its message
+            # names the knobs itself.
             problems = "; ".join(
                 f"{'.'.join(map(str, err['loc']))}={err.get('input')!r}: {err['msg']}"
+                if err["loc"]
+                else err["msg"].removeprefix("Value error, ")
                 for err in e.errors()
             )
             raise TaskConfigError(f"bad knob value for {self.id}: {problems}") from None

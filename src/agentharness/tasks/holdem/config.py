@@ -42,6 +42,14 @@ class HoldemConfig(BaseModel):
     def _even_blind(self) -> HoldemConfig:
         if self.big_blind % 2:
             raise ValueError("big_blind must be even (the small blind is half of it)")
+        # Check-and-fold loses at most the blinds, so no play beats it by more than every
+        # stack of the session; a larger margin would make full marks unreachable.
+        if self.min_edge_bb > self.n_hands * self.stack_bb:
+            raise ValueError(
+                f"min_edge_bb={self.min_edge_bb:g} can never be reached: a session of "
+                f"{self.n_hands} hands wins at most n_hands x stack_bb = "
+                f"{self.n_hands * self.stack_bb} big blinds; lower it or play more hands"
+            )
         return self
 
 
