@@ -42,6 +42,10 @@ class HoldemConfig(BaseModel):
     def _even_blind(self) -> HoldemConfig:
         if self.big_blind % 2:
             raise ValueError("big_blind must be even (the small blind is half of it)")
+        return self
+
+    @model_validator(mode="after")
+    def _reachable_edge(self) -> HoldemConfig:
         # Check-and-fold loses at most the blinds, so no play beats it by more than every
         # stack of the session; a larger margin would make full marks unreachable.
         if self.min_edge_bb > self.n_hands * self.stack_bb:
