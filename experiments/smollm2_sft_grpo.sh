@@ -88,6 +88,12 @@ PROBE_K=${PROBE_K:-2}
 # no instance qualified and GRPO never trained it). Tasks not named take PROBE_K. The default
 # is v36's and v38's; PROBE_K_OF= (set, empty) gives every task PROBE_K, as v33 did.
 PROBE_K_OF=${PROBE_K_OF-"robot_reach-v7=4 harmony-v5=8"}
+# Top-up (0: none): instances every one of a task's first samples solved are sampled again,
+# up to this many samples in all, so a task the SFT policy rarely fails still yields near
+# misses, whichever task that is. v50's SFT model solved 37 of 40 thermal instances and its
+# 2 probe samples kept 6 thermal instances; 8 kept 9 (v51). The samples are seeded by
+# instance and sample index, so the top-up's are the ones PROBE_K_OF's larger k would draw.
+PROBE_K_MAX=${PROBE_K_MAX:-0}
 GRPO_STEPS=${GRPO_STEPS:-64}        # 16 groups a task (v38, three tasks: 48)
 GROUP=${GROUP:-8}                   # GRPO group size
 PROMPTS_PER_STEP=${PROMPTS_PER_STEP:-1}  # GRPO groups (problems) per optimizer step
@@ -226,11 +232,20 @@ if [ "$STOP_AFTER" = sft ]; then
 fi
 
 if [ "$N_PROBE" -gt 0 ]; then
-  log "GRPO curriculum: sample the SFT policy $PROBE_K times${PROBE_K_OF:+ ($PROBE_K_OF)} on $N_PROBE fresh instances per task (seeds 100000+), keep those it sometimes solves"
+  log "GRPO curriculum: sample the SFT policy $PROBE_K times${PROBE_K_OF:+ ($PROBE_K_OF)} on $N_PROBE fresh instances per task (seeds 100000+)$([ "$PROBE_K_MAX" -gt 0 ] && echo ", those it always solved up to $PROBE_K_MAX times"), keep those it sometimes solves"
   for task in ${GRPO_TASKS//,/ }; do
     $BOOTCAMP eval --agent local --model "$SFT_MODEL" --tasks "$task" -n "$N_PROBE" -k "$(probe_k "$task")" \
       --difficulty "$(difficulty_of "$task")" --seed 100000 --max-turns "$(grpo_turns "$task")" --max-tokens "$(grpo_tokens "$task")" \
       --temperature 1.0 --concurrency "$EVAL_CONCURRENCY" --quiet --out "$W/runs/probe/$task"
+    if [ "$PROBE_K_MAX" -gt "$(probe_k "$task")" ]; then
+      $PYTHON experiments/summarize.py always-solved "$W/runs/probe/$task" -o "$W/probe_again.$task.jsonl"
+      # --append: the same run, its samples past the first (the ones already played are skipped)
+      if [ -s "$W/probe_again.$task.jsonl" ]; then
+        $BOOTCAMP eval --agent local --model "$SFT_MODEL" --instances "$W/probe_again.$task.jsonl" \
+          -k "$PROBE_K_MAX" --append --max-turns "$(grpo_turns "$task")" --max-tokens "$(grpo_tokens "$task")" \
+          --temperature 1.0 --concurrency "$EVAL_CONCURRENCY" --quiet --out "$W/runs/probe/$task"
+      fi
+    fi
   done
   # only GRPO_TASKS' probes (a work directory copied from a run with more tasks keeps theirs),
   # in the glob's order: the curriculum's order follows it, so earlier draws reproduce

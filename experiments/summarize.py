@@ -6,6 +6,9 @@ python experiments/summarize.py curriculum PROBE_RUN... -o INSTANCES.jsonl
     the probed instances some sampled episodes solved and others did not (the groups GRPO
     can learn from), else those whose episodes scored differently, else those scored above
     zero at least once, else all of them
+python experiments/summarize.py always-solved PROBE_RUN... -o INSTANCES.jsonl
+    the probed instances every sampled episode solved: where more samples may show a rare
+    failure (the script's PROBE_K_MAX samples them again)
 python experiments/summarize.py summary WORKDIR -o RESULTS_DIR
     RESULTS_DIR/summary.json (stage means, paired-bootstrap changes on the held-out set,
     each with the instances that went up or down, solved or lost, and those whose greedy
@@ -421,6 +424,22 @@ def curriculum(runs: list[Path], out: Path) -> None:
     )
 
 
+def always_solved(runs: list[Path], out: Path) -> int:
+    """Write the probed instances every sample of which succeeded to ``out``; their count.
+
+    A task the policy almost always solves shows few instances with mixed outcomes in a
+    few samples (v50's SFT model solved 37 of 40 thermal instances; 2 samples of 24 kept 6);
+    sampling only these again finds its rare failures at a fraction of sampling them all.
+    """
+    by: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for r in load_runs(runs, allow_empty=True).records:
+        by[r.instance.instance_id].append(r)
+    kept = [rs[0].instance for rs in by.values() if all(r.reward.success for r in rs)]
+    out.write_text("".join(i.model_dump_json() + "\n" for i in kept))
+    print(f"always solved: {len(kept)} of {len(by)} probed instances -> {out}")
+    return len(kept)
+
+
 def draws(results: list[Path], change: str = "grpo_vs_sft", target: float = 0.05) -> dict[str, Any]:
     """``change`` in each results directory's summary.json, one draw each, and over all.
 
@@ -551,6 +570,9 @@ def main() -> None:
     c = sub.add_parser("curriculum")
     c.add_argument("runs", type=Path, nargs="+")
     c.add_argument("-o", "--out", type=Path, required=True)
+    a = sub.add_parser("always-solved")
+    a.add_argument("runs", type=Path, nargs="+")
+    a.add_argument("-o", "--out", type=Path, required=True)
     sp = sub.add_parser("split")
     sp.add_argument("instances", type=Path)
     dr = sub.add_parser("draws")
@@ -571,6 +593,8 @@ def main() -> None:
         print(draws_table(result))
     elif args.cmd == "curriculum":
         curriculum(args.runs, args.out)
+    elif args.cmd == "always-solved":
+        always_solved(args.runs, args.out)
     elif args.cmd == "new-draw":
         new_draw(args.work, args.new)
     else:

@@ -349,6 +349,65 @@ def test_curriculum_keeps_instances_solved_sometimes_before_those_that_only_scor
     assert "rewards differ between samples" in capsys.readouterr().out
 
 
+def test_always_solved_lists_the_instances_every_sample_solved(tmp_path: Path) -> None:
+    import asyncio
+
+    from agentharness.agents import make_agent
+    from agentharness.rollout.runner import plan, run
+    from agentharness.store import RunDir
+    from agentharness.store.instances import read_instances
+
+    summarize = load_summarize()
+    played = RunDir(tmp_path / "played")
+    played.create({"command": "test"})
+    asyncio.run(run(plan([get_task("guess")], n=3, k=2, seed=0), make_agent("expert"), played))
+    records = sorted(played.episodes(), key=lambda r: r.episode_id)
+    seeds = sorted({r.seed for r in records})
+    failed = {(seeds[0], 1), (seeds[1], 0), (seeds[1], 1)}  # seeds[2]: both samples solve
+    probe = RunDir(tmp_path / "probe")
+    probe.create({"command": "test"})
+    for r in records:
+        success = (r.seed, r.sample) not in failed
+        probe.append(
+            r.model_copy(update={"reward": r.reward.model_copy(update={"success": success})})
+        )
+    again = tmp_path / "again.jsonl"
+    assert summarize.always_solved([probe.path], again) == 1
+    assert [i.seed for i in read_instances(again)] == [seeds[2]]
+    empty = RunDir(tmp_path / "empty")
+    empty.create({"command": "test"})
+    assert summarize.always_solved([empty.path], again) == 0
+    assert again.read_text() == ""
+
+
+def test_a_probe_topped_up_with_append_plays_only_the_samples_past_its_first(
+    tmp_path: Path,
+) -> None:
+    """The script's PROBE_K_MAX: the same run, --instances of the always-solved ones, a larger
+    -k and --append; the samples already played are skipped, and re-running resumes."""
+    from typer.testing import CliRunner
+
+    from agentharness.cli.main import app
+    from agentharness.store import RunDir
+
+    summarize = load_summarize()
+    out, again = tmp_path / "probe", tmp_path / "again.jsonl"
+    cli = CliRunner()
+    first = ["eval", "--agent", "expert", "--tasks", "guess", "-n", "3", "-k", "2", "--quiet"]
+    assert cli.invoke(app, [*first, "--out", str(out)]).exit_code == 0
+    assert summarize.always_solved([out], again) == 3
+    top_up = ["eval", "--agent", "expert", "--instances", str(again), "-k", "5", "--append"]
+    done = cli.invoke(app, [*top_up, "--quiet", "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    assert "ran 9 episodes" in done.output and "skipped 6" in done.output
+    samples = sorted((r.seed, r.sample) for r in RunDir(out).episodes())
+    assert samples == sorted((s, i) for s in {s for s, _ in samples} for i in range(5))
+    # a resumed script re-runs both commands: nothing is played twice, nothing refused
+    assert cli.invoke(app, [*first, "--out", str(out)]).exit_code == 0
+    assert summarize.always_solved([out], again) == 3
+    assert "ran 0 episodes" in cli.invoke(app, [*top_up, "--quiet", "--out", str(out)]).output
+
+
 def test_new_draw_copies_a_workdir_whose_evaluations_resume(tmp_path: Path) -> None:
     """A GRPO draw reuses a workdir's earlier stages; its copied runs record the old
     workdir's paths, which `bootcamp eval` would take for another eval and refuse."""
