@@ -17,6 +17,7 @@ from types import ModuleType
 import pytest
 
 from agentharness.core.registry import get_task
+from agentharness.store.schema import EpisodeRecord
 
 SCRIPT = Path(__file__).parent.parent / "experiments" / "smollm2_sft_grpo.sh"
 
@@ -299,25 +300,47 @@ def test_summary_counts_instances_that_moved_and_turns_that_did_not(tmp_path: Pa
     assert "| grpo_vs_sft (all tasks) | +0.000 |" in table and "+0 / -0 (+0 / -0) | 8 |" in table
 
 
+def played_by_the_expert(tmp_path: Path) -> tuple[list[EpisodeRecord], list[int]]:
+    """Two expert samples of three guess instances (sorted), and the instances' seeds."""
+    import asyncio
+
+    from agentharness.agents import make_agent
+    from agentharness.rollout.runner import plan, run
+    from agentharness.store import RunDir
+
+    played = RunDir(tmp_path / "played")
+    played.create({"command": "test"})
+    asyncio.run(run(plan([get_task("guess")], n=3, k=2, seed=0), make_agent("expert"), played))
+    records = sorted(played.episodes(), key=lambda r: r.episode_id)
+    return records, sorted({r.seed for r in records})
+
+
+def rescored(
+    path: Path, records: list[EpisodeRecord], score: dict[tuple[int, int], tuple[float, bool]]
+) -> Path:
+    """A run at ``path`` of ``records`` whose (seed, sample) is in ``score``, rescored so."""
+    from agentharness.store import RunDir
+
+    out = RunDir(path)
+    out.create({"command": "test"})
+    for r in records:
+        if (r.seed, r.sample) in score:
+            total, success = score[r.seed, r.sample]
+            update = {"total": total, "success": success}
+            out.append(r.model_copy(update={"reward": r.reward.model_copy(update=update)}))
+    return out.path
+
+
 def test_curriculum_keeps_instances_solved_sometimes_before_those_that_only_score_apart(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Partial credit makes rewards differ in a group where no sample solves (v32's
     robot_reach: every sample stopped early, the nearest scored most); GRPO should train
     where success itself differs, and fall back to differing rewards only without any."""
-    import asyncio
-
-    from agentharness.agents import make_agent
-    from agentharness.rollout.runner import plan, run
-    from agentharness.store import RunDir
     from agentharness.store.instances import read_instances
 
     summarize = load_summarize()
-    expert = RunDir(tmp_path / "expert")
-    expert.create({"command": "test"})
-    asyncio.run(run(plan([get_task("guess")], n=3, k=2, seed=0), make_agent("expert"), expert))
-    records = sorted(expert.episodes(), key=lambda r: r.episode_id)
-    seeds = sorted({r.seed for r in records})
+    records, seeds = played_by_the_expert(tmp_path)
     scores = {  # seed -> (reward, success) of its two samples
         seeds[0]: [(1.0, True), (0.3, False)],  # solved sometimes
         seeds[1]: [(0.4, False), (0.2, False)],  # rewards differ, never solved
@@ -325,20 +348,8 @@ def test_curriculum_keeps_instances_solved_sometimes_before_those_that_only_scor
     }
 
     def probe(name: str, drop: set[int]) -> Path:
-        out = RunDir(tmp_path / name)
-        out.create({"command": "test"})
-        for r in records:
-            if r.seed in drop:
-                continue
-            total, success = scores[r.seed][r.sample]
-            out.append(
-                r.model_copy(
-                    update={
-                        "reward": r.reward.model_copy(update={"total": total, "success": success})
-                    }
-                )
-            )
-        return out.path
+        score = {(s, i): scores[s][i] for s in seeds if s not in drop for i in range(2)}
+        return rescored(tmp_path / name, records, score)
 
     kept = tmp_path / "kept.jsonl"
     summarize.curriculum([probe("all", set())], kept)
@@ -350,29 +361,16 @@ def test_curriculum_keeps_instances_solved_sometimes_before_those_that_only_scor
 
 
 def test_always_solved_lists_the_instances_every_sample_solved(tmp_path: Path) -> None:
-    import asyncio
-
-    from agentharness.agents import make_agent
-    from agentharness.rollout.runner import plan, run
     from agentharness.store import RunDir
     from agentharness.store.instances import read_instances
 
     summarize = load_summarize()
-    played = RunDir(tmp_path / "played")
-    played.create({"command": "test"})
-    asyncio.run(run(plan([get_task("guess")], n=3, k=2, seed=0), make_agent("expert"), played))
-    records = sorted(played.episodes(), key=lambda r: r.episode_id)
-    seeds = sorted({r.seed for r in records})
+    records, seeds = played_by_the_expert(tmp_path)
     failed = {(seeds[0], 1), (seeds[1], 0), (seeds[1], 1)}  # seeds[2]: both samples solve
-    probe = RunDir(tmp_path / "probe")
-    probe.create({"command": "test"})
-    for r in records:
-        success = (r.seed, r.sample) not in failed
-        probe.append(
-            r.model_copy(update={"reward": r.reward.model_copy(update={"success": success})})
-        )
+    score = {(s, i): (1.0, (s, i) not in failed) for s in seeds for i in range(2)}
+    probe = rescored(tmp_path / "probe", records, score)
     again = tmp_path / "again.jsonl"
-    assert summarize.always_solved([probe.path], again) == 1
+    assert summarize.always_solved([probe], again) == 1
     assert [i.seed for i in read_instances(again)] == [seeds[2]]
     empty = RunDir(tmp_path / "empty")
     empty.create({"command": "test"})
