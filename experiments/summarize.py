@@ -388,6 +388,14 @@ def moved_text(entry: dict[str, Any]) -> str:
     )
 
 
+def by_instance(runs: list[Path]) -> dict[str, list[EpisodeRecord]]:
+    """The runs' episodes grouped by instance, in the order each instance first appears."""
+    by: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for r in load_runs(runs, allow_empty=True).records:
+        by[r.instance.instance_id].append(r)
+    return by
+
+
 def curriculum(runs: list[Path], out: Path) -> None:
     """The probed instances GRPO should train on: those the policy solves sometimes.
 
@@ -397,10 +405,7 @@ def curriculum(runs: list[Path], out: Path) -> None:
     pays up to 0.45 for stopping close), a group where every sample stops early still has
     rewards that differ, and GRPO then rewards the nearest early stop (v32).
     """
-    records = load_runs(runs, allow_empty=True).records
-    by: dict[str, list[EpisodeRecord]] = defaultdict(list)
-    for r in records:
-        by[r.instance.instance_id].append(r)
+    by = by_instance(runs)
     groups = list(by.values())
     solved_sometimes = [rs for rs in groups if len({r.reward.success for r in rs}) > 1]
     varied = [rs for rs in groups if len({round(r.reward.total, 6) for r in rs}) > 1]
@@ -431,9 +436,7 @@ def always_solved(runs: list[Path], out: Path) -> int:
     few samples (v50's SFT model solved 37 of 40 thermal instances; 2 samples of 24 kept 6);
     sampling only these again finds its rare failures at a fraction of sampling them all.
     """
-    by: dict[str, list[EpisodeRecord]] = defaultdict(list)
-    for r in load_runs(runs, allow_empty=True).records:
-        by[r.instance.instance_id].append(r)
+    by = by_instance(runs)
     kept = [rs[0].instance for rs in by.values() if all(r.reward.success for r in rs)]
     out.write_text("".join(i.model_dump_json() + "\n" for i in kept))
     print(f"always solved: {len(kept)} of {len(by)} probed instances -> {out}")
