@@ -93,6 +93,8 @@ PROBE_K_OF=${PROBE_K_OF-"robot_reach-v7=4 harmony-v5=8"}
 # misses, whichever task that is. v50's SFT model solved 37 of 40 thermal instances and its
 # 2 probe samples kept 6 thermal instances; 8 kept 9 (v51). The samples are seeded by
 # instance and sample index, so the top-up's are the ones PROBE_K_OF's larger k would draw.
+# Off: in its one test (v51) the 3 extra thermal instances, rare slips in copying numbers,
+# led GRPO to miscopy them everywhere (thermal 37 -> 5 of 40; experiments/RESULTS.md).
 PROBE_K_MAX=${PROBE_K_MAX:-0}
 GRPO_STEPS=${GRPO_STEPS:-64}        # 16 groups a task (v38, three tasks: 48)
 GROUP=${GROUP:-8}                   # GRPO group size
